@@ -321,3 +321,32 @@ TEST_CASE("profile::export_chrome_trace: plain and .gz by suffix") {
         kinetoscope::chrome_trace_string(prof.last_trace(), {.trace_name = plain.string()}));
   CHECK_FALSE(any_tmp_file(tmp.path()));
 }
+
+TEST_CASE("tensorboard_trace_handler: an unwritable directory inside a running profile") {
+  // The error case end to end: the program keeps running, the message names the
+  // directory, the window stays in memory and can be exported elsewhere afterwards.
+  temp_dir tmp;
+  const fs::path blocker = tmp.path() / "file";
+  { std::ofstream(blocker) << "x"; }
+  const std::string dir = (blocker / "run").string();
+  std::vector<std::string> messages;
+  auto previous = kinetoscope::set_log_handler(
+      [&](kinetoscope::log_level, std::string_view m) { messages.emplace_back(m); });
+  kinetoscope::profile prof({.schedule = kinetoscope::schedule({.wait = 0, .warmup = 1, .active = 1}),
+                             .on_trace_ready = kinetoscope::tensorboard_trace_handler(dir)});
+  prof.start();
+  for (int i = 0; i < 4; ++i) {
+    { KINETOSCOPE_RANGE("work"); }
+    prof.step();
+  }
+  prof.stop();
+  kinetoscope::set_log_handler(previous);
+  REQUIRE(messages.size() == 2);  // one per window
+  CHECK(messages[0] == "on_trace_ready failed: Can't create directory: " + dir +
+                           " (the window stays available through last_trace() and "
+                           "export_chrome_trace(); profiling continues)");
+  CHECK(has_event_named(json::parse(kinetoscope::chrome_trace_string(prof.last_trace())), "work"));
+  const fs::path rescue = tmp.path() / "rescue.pt.trace.json";
+  prof.export_chrome_trace(rescue.string());
+  CHECK(has_event_named(json::parse(read_file(rescue)), "work"));
+}

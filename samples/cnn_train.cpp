@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Trains a small CNN on synthetic images under kinetoscope::profile, the way the PyTorch
+// profiler tutorial profiles a training loop:
+//
+//   with torch.profiler.profile(
+//           schedule=torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=2),
+//           on_trace_ready=torch.profiler.tensorboard_trace_handler("log/cnn"),
+//           record_shapes=True, profile_memory=True, with_flops=True) as prof:
+//       for step, (images, labels) in enumerate(loader):
+//           optimizer.zero_grad()
+//           loss = F.cross_entropy(model(images), labels)
+//           loss.backward()
+//           optimizer.step()
+//           prof.step()
+//
+// Everything is plain C++ (cnn/): tensors on a tracking allocator, aten-named ops with shapes,
+// an autograd engine on its own thread, a background data loader, SGD. Two windows of three
+// steps are written to <logdir>/<run>/ as .pt.trace.json files, then the table of the last
+// window is printed.
+//
+// Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip]
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <kinetoscope/kinetoscope.hpp>
+#include <kinetoscope/writer/trace_handler.hpp>
+
+#include "cnn/autograd.hpp"
+#include "cnn/data_loader.hpp"
+#include "cnn/nn.hpp"
+#include "cnn/ops.hpp"
+#include "cnn/optim.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct options {
+  std::string logdir = "log";
+  std::string run = "cnn";
+  long steps = 12;
+  bool gzip = false;
+};
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--logdir DIR] [--run NAME] [--steps N] [--gzip]\n"
+               "  Trains a small CNN on synthetic images under the profiler and writes\n"
+               "  <DIR>/<NAME>/<worker>.<ms>.pt.trace.json[.gz] (defaults: log, cnn, 12 steps).\n",
+               argv0);
+  std::exit(status);
+}
+
+options parse_args(int argc, char** argv) {
+  options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(argv[0], 2);
+      return argv[++i];
+    };
+    if (a == "--logdir") {
+      opt.logdir = value();
+    } else if (a == "--run") {
+      opt.run = value();
+    } else if (a == "--steps") {
+      const std::string v = value();
+      char* end = nullptr;
+      opt.steps = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || opt.steps < 1) usage(argv[0], 2);
+    } else if (a == "--gzip") {
+      opt.gzip = true;
+    } else if (a == "--help" || a == "-h") {
+      usage(argv[0], 0);
+    } else {
+      std::fprintf(stderr, "unknown argument: %s\n", argv[i]);
+      usage(argv[0], 2);
+    }
+  }
+  return opt;
+}
+
+/// Trace files currently in `dir` (none if it does not exist yet).
+std::set<fs::path> trace_files(const fs::path& dir) {
+  std::set<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec))
+    if (entry.is_regular_file() && entry.path().filename().string().find(".pt.trace.json") !=
+                                       std::string::npos)
+      files.insert(entry.path());
+  return files;
+}
+
+/// Everything the loop needs, built before profiling starts.
+struct trainer {
+  explicit trainer(const cnn::data::synthetic_images& dataset, long steps)
+      : loader(dataset, {.batch_size = 16, .num_batches = steps, .prefetch = 2, .seed = 3}) {}
+
+  cnn::data::data_loader loader;  // starts the "dataloader" thread
+  cnn::nn::small_cnn model{/*seed=*/1};
+  cnn::optim::sgd optimizer{model.parameters(),
+                            {.lr = 0.005, .momentum = 0.9, .weight_decay = 5e-4}};
+  cnn::autograd::engine engine;  // starts the "pt_autograd_0" thread
+
+  /// One iteration; returns loss.item(), or nothing when the loader is exhausted. The batch,
+  /// the graph and every temporary die in here, so their frees land inside the step.
+  std::optional<float> train_step() {
+    const std::optional<cnn::data::batch> batch = loader.next();
+    if (!batch) return std::nullopt;
+    optimizer.zero_grad();
+    const cnn::autograd::variable logits = model.forward(batch->images);
+    const cnn::autograd::variable loss = cnn::nn::cross_entropy(logits, batch->labels);
+    engine.backward(loss);
+    optimizer.step();
+    return cnn::aten::item(loss.data);
+  }
+};
+
+double mean(const std::vector<float>& v, std::size_t first, std::size_t count) {
+  double sum = 0.0;
+  for (std::size_t i = first; i < first + count; ++i) sum += v[i];
+  return sum / double(count);
+}
+
+int run(const options& opt) {
+  const fs::path trace_dir = fs::path(opt.logdir) / opt.run;
+  const std::set<fs::path> files_before = trace_files(trace_dir);
+
+  const cnn::data::synthetic_images dataset({.size = 4096, .num_classes = 10, .image_size = 32,
+                                             .noise_std = 1.0, .seed = 7});
+  trainer t(dataset, opt.steps);
+
+  kinetoscope::profile prof({
+      .schedule = kinetoscope::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 2}),
+      .on_trace_ready = kinetoscope::tensorboard_trace_handler(trace_dir.string(), "", opt.gzip),
+      .record_shapes = true,
+      .profile_memory = true,
+      .with_flops = true,
+  });
+
+  std::printf("training %ld steps, batch 16, images 3x32x32, traces -> %s\n", opt.steps,
+              trace_dir.string().c_str());
+  std::vector<float> losses;
+  prof.start();
+  for (long step = 0; step < opt.steps; ++step) {
+    const kinetoscope::profiler_action action = prof.current_action();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::optional<float> loss = t.train_step();
+    if (!loss) break;
+    const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
+    std::printf("step %2ld  loss %.4f  %6.2f ms  [%s]\n", step, double(*loss), ms.count(),
+                kinetoscope::to_string(action));
+    std::fflush(stdout);
+    losses.push_back(*loss);
+    prof.step();
+  }
+  prof.stop();
+  if (losses.size() >= 6)
+    std::printf("mean loss: first 3 steps %.4f, last 3 steps %.4f\n", mean(losses, 0, 3),
+                mean(losses, losses.size() - 3, 3));
+
+  std::cout << '\n'
+            << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15});
+
+  std::printf("\ntrace files written to %s:\n", trace_dir.string().c_str());
+  for (const fs::path& f : trace_files(trace_dir))
+    if (!files_before.contains(f))
+      std::printf("  %s  (%ju bytes)\n", f.filename().string().c_str(),
+                  static_cast<std::uintmax_t>(fs::file_size(f)));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse_args(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "cnn_train: %s\n", e.what());
+    return 1;
+  }
+}

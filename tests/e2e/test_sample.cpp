@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// End to end: run the sample CNN (the README's main job) and read what it wrote.
+#include <doctest/doctest.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string run(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  REQUIRE_MESSAGE(status == 0, "command failed: " << command << "\n" << out);
+  return out;
+}
+
+std::string read_maybe_gzip(const fs::path& path) {
+  gzFile f = gzopen(path.c_str(), "rb");  // reads plain files too
+  REQUIRE(f != nullptr);
+  std::string out;
+  char buf[65536];
+  int n = 0;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, static_cast<std::size_t>(n));
+  gzclose(f);
+  return out;
+}
+
+std::vector<fs::path> trace_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  if (!fs::exists(dir)) return files;
+  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
+  const char* bin = std::getenv("KINETOSCOPE_SAMPLE_BIN");
+  REQUIRE(bin != nullptr);
+  const fs::path logdir = fs::temp_directory_path() / ("kinetoscope_e2e_" + std::to_string(::getpid()));
+  fs::remove_all(logdir);
+  const std::string out = run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 12 2>&1");
+
+  // the key_averages table is printed, sorted by self CPU, with FLOPs and memory columns
+  CHECK(out.find("Self CPU time total:") != std::string::npos);
+  CHECK(out.find("CPU Mem") != std::string::npos);
+  CHECK(out.find("FLOPs") != std::string::npos);
+  CHECK(out.find("ProfilerStep*") != std::string::npos);
+
+  // schedule(wait=1, warmup=1, active=3, repeat=2) over 12 steps: two windows, two files
+  const auto files = trace_files(logdir / "cnn");
+  REQUIRE(files.size() == 2);
+  const std::regex pattern(R"(^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$)");
+  const std::vector<std::vector<std::string>> expected_steps = {
+      {"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"},
+      {"ProfilerStep#7", "ProfilerStep#8", "ProfilerStep#9"}};
+  for (std::size_t w = 0; w < files.size(); ++w) {
+    const std::string name = files[w].filename().string();
+    CAPTURE(name);
+    std::smatch m;
+    REQUIRE(std::regex_match(name, m, pattern));
+    CHECK(m[2].str().size() == 14);  // "." + 13-digit unix ms
+    const json trace = json::parse(read_maybe_gzip(files[w]));
+    REQUIRE(trace.is_object());
+    CHECK(trace.at("schemaVersion") == 1);
+    CHECK(trace.contains("baseTimeNanoseconds"));
+    CHECK(trace.at("record_shapes") == 1);
+    CHECK(trace.at("profile_memory") == 1);
+    CHECK(trace.at("with_flops") == 1);
+
+    std::vector<std::string> steps;
+    std::map<std::string, int> categories;
+    std::set<std::string> thread_names;
+    int conv_with_dims = 0;
+    int memory = 0;
+    int dataloader = 0;
+    int fwdbwd_s = 0;
+    int fwdbwd_f = 0;
+    for (const json& e : trace.at("traceEvents")) {
+      REQUIRE(e.contains("name"));
+      const std::string ph = e.at("ph");
+      const std::string ename = e.at("name");
+      if (ph == "X") {
+        REQUIRE(e.at("cat").is_string());
+        categories[e.at("cat")] += 1;
+        if (ename.rfind("ProfilerStep#", 0) == 0) steps.push_back(ename);
+        if (ename == "aten::conv2d" && e.at("args").contains("Input Dims")) ++conv_with_dims;
+        if (ename == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__") ++dataloader;
+      } else if (ph == "i" && ename == "[memory]") {
+        ++memory;
+        CHECK(e.at("args").contains("Total Allocated"));
+      } else if (ph == "M" && ename == "thread_name") {
+        thread_names.insert(e.at("args").at("name").get<std::string>());
+      } else if (e.value("cat", "") == "fwdbwd") {
+        (ph == "s" ? fwdbwd_s : fwdbwd_f) += 1;
+      }
+    }
+    CHECK(steps == expected_steps[w]);
+    CHECK(categories["cpu_op"] > 50);
+    CHECK(categories["user_annotation"] >= 3 + 3);
+    CHECK(conv_with_dims == 2 * 3);  // two conv layers, three steps
+    CHECK(dataloader == 3);
+    CHECK(memory > 10);
+    CHECK(fwdbwd_s > 0);
+    CHECK(fwdbwd_s == fwdbwd_f);
+    bool loader_thread = false;
+    bool autograd_thread = false;
+    for (const auto& t : thread_names) {
+      if (t.find("dataloader") != std::string::npos) loader_thread = true;
+      if (t.find("pt_autograd_0") != std::string::npos) autograd_thread = true;
+    }
+    CHECK(loader_thread);
+    CHECK(autograd_thread);
+    CHECK(trace.at("traceEvents").back().at("name") == "Record Window End");
+  }
+  fs::remove_all(logdir);
+}
