@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file bench_loader.cpp
+/// Loader throughput and memory on big traces made by gen_big_trace (ResNet-50 steps
+/// replicated): 100 MB, 300 MB and 1 GB uncompressed, plus 300 MB gzip. Each load runs in a
+/// forked child, so the peak RSS (ru_maxrss) printed is that load's alone. Files are cached in
+/// $TMPDIR (default /tmp) as kinetoscope_bench_<N>MB.pt.trace.json[.gz] and reused.
+/// Goal (issue): <= 2 s per GB for the loader, peak RSS <= file size + model. Columns: wall
+/// seconds, CPU seconds (user + system, both threads: big files are read or inflated on a
+/// second thread while parsing), MB/s of JSON text, peak RSS in MB (10^6 bytes) and its ratio
+/// to the text size.
+///
+/// Usage: bench_loader [--quick] [--no-keep]   (--quick: 100 MB only; --no-keep: delete the files)
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/loader.hpp"
+
+std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
+
+#ifndef KINETOSCOPE_SHARED_DIR
+#define KINETOSCOPE_SHARED_DIR "../shared"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using kinetoscope::analysis::load_trace;
+
+struct result {
+  double seconds = 0;
+  double cpu_seconds = 0;  ///< user + system, all threads
+  std::uint64_t events = 0;
+  std::uint64_t strings = 0;
+  std::uint64_t model_bytes = 0;
+  long max_rss_kb = 0;
+  int ok = 0;
+};
+
+/// Approximate heap bytes of the model's tables.
+std::uint64_t model_bytes(const kinetoscope::analysis::trace_model& m) {
+  std::uint64_t b = m.events.capacity() * sizeof(m.events[0]) + m.ops.capacity() * sizeof(m.ops[0]) +
+                    m.kernels.capacity() * sizeof(m.kernels[0]) + m.memory.capacity() * sizeof(m.memory[0]) +
+                    m.python.capacity() * sizeof(m.python[0]) + m.fwdbwd.capacity() * sizeof(m.fwdbwd[0]);
+  for (const auto& s : m.strings) b += sizeof(s) + (s.size() > 15 ? s.size() + 1 : 0);
+  return b;
+}
+
+/// Loads `path` in a child process; returns its figures.
+result measure(const std::string& path) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    result r;
+    const auto t0 = std::chrono::steady_clock::now();
+    auto loaded = load_trace(path);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (loaded.model) {
+      r.ok = 1;
+      r.events = loaded.model->events.size();
+      r.strings = loaded.model->strings.size();
+      r.model_bytes = model_bytes(*loaded.model);
+    } else {
+      std::fprintf(stderr, "%s\n", loaded.error->message().c_str());
+    }
+    struct rusage ru {};
+    getrusage(RUSAGE_SELF, &ru);
+    r.max_rss_kb = ru.ru_maxrss;
+    r.cpu_seconds = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                    static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    if (write(fds[1], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) _exit(1);
+    _exit(0);
+  }
+  close(fds[1]);
+  result r;
+  if (read(fds[0], &r, sizeof r) != static_cast<ssize_t>(sizeof r)) r = {};
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return r;
+}
+
+std::string ensure_file(const std::string& input, double mb, bool gzip) {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/kinetoscope_bench_" +
+                           std::to_string(static_cast<int>(mb)) + "MB.pt.trace.json" + (gzip ? ".gz" : "");
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && (gzip ? size > 1000000 : static_cast<double>(size) >= mb * 1e6)) return path;
+  const auto t0 = std::chrono::steady_clock::now();
+  // In a child: the generator holds the input as an nlohmann DOM, and the heap it leaves behind
+  // would otherwise count in the RSS of every later (forked) measurement.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      generate_big_trace(input, path, mb, gzip);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gen_big_trace: %s\n", e.what());
+      _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("cannot generate " + path);
+  std::printf("  generated %s in %.1f s\n", path.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, keep = true;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--no-keep") == 0) keep = false;
+  }
+  const char* shared = std::getenv("KINETOSCOPE_SHARED");
+  const std::string input = std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +
+                            "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+  struct job {
+    double mb;
+    bool gzip;
+  };
+  std::vector<job> jobs = {{100, false}};
+  if (!quick) jobs = {{100, false}, {300, false}, {1000, false}, {300, true}};
+  std::printf("bench_loader: load_trace on ResNet-50 steps replicated (gen_big_trace)\n");
+  std::printf("%-40s %8s %7s %6s %7s %9s %9s %9s %8s\n", "file", "MB", "load s", "CPU s", "MB/s", "events",
+              "model MB", "peak RSS", "RSS/text");
+  std::vector<std::string> made;
+  try {
+    for (const job& j : jobs) {
+      const std::string path = ensure_file(input, j.mb, j.gzip);
+      made.push_back(path);
+      // For gzip inputs MB/s is counted on the uncompressed text (the work done).
+      const double file_mb = static_cast<double>(fs::file_size(path)) / 1e6;
+      const double text_mb = j.gzip ? j.mb : file_mb;
+      measure(path);  // warm the page cache
+      const result r = measure(path);
+      if (r.ok == 0) {
+        std::printf("%-44s load failed\n", path.c_str());
+        continue;
+      }
+      const double rss_mb = static_cast<double>(r.max_rss_kb) / 1024.0 * 1.048576;
+      std::printf("%-40s %8.1f %7.2f %6.2f %7.0f %9llu %9.1f %9.1f %8.2f\n",
+                  fs::path(path).filename().c_str(), file_mb, r.seconds, r.cpu_seconds, text_mb / r.seconds,
+                  static_cast<unsigned long long>(r.events), static_cast<double>(r.model_bytes) / 1e6, rss_mb,
+                  rss_mb / text_mb);
+      std::fflush(stdout);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_loader: %s\n", e.what());
+    return 1;
+  }
+  if (!keep) {
+    for (const auto& p : made) fs::remove(p);
+  }
+  return 0;
+}

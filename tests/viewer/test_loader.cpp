@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Loader tests: every shared real trace against counts computed independently with nlohmann,
+// a trace from our own writer, and bad inputs (each must give a clear error or load with
+// counted warnings, never crash).
+#include <doctest/doctest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "analysis/loader.hpp"
+#include "kinetoscope/trace_data.hpp"
+#include "kinetoscope/writer/chrome_trace.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace kinetoscope::analysis;
+
+std::string shared_dir() {
+  const char* s = std::getenv("KINETOSCOPE_SHARED");
+  return s != nullptr ? s : "../shared";
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::string gunzip_file(const std::string& path) {
+  gzFile gz = gzopen(path.c_str(), "rb");
+  REQUIRE(gz != nullptr);
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while ((n = gzread(gz, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+  gzclose(gz);
+  return out;
+}
+
+std::string gzip_bytes(const std::string& text) {
+  z_stream zs{};
+  REQUIRE(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  std::string out(deflateBound(&zs, static_cast<uLong>(text.size())) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  zs.avail_in = static_cast<uInt>(text.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  REQUIRE(deflate(&zs, Z_FINISH) == Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+std::vector<std::string> shared_traces() {
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(shared_dir() + "/traces")) {
+    const std::string p = e.path().string();
+    if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) files.push_back(p);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// The spec's category table (viewer-analysis §2.2), written out again for the test.
+event_type expected_type(const json& ev, bool legacy) {
+  if (!ev.contains("cat")) return legacy ? event_type::op : event_type::other;
+  std::string c = ev["cat"].get<std::string>();
+  std::transform(c.begin(), c.end(), c.begin(), [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  if (c == "trace") return event_type::trace;
+  if (c == "cpu_op" || c == "operator") return event_type::op;
+  if (c == "user_annotation" || c == "gpu_user_annotation") return event_type::user_annotation;
+  if (c == "python") return event_type::python;
+  if (c == "python_function") {
+    const bool module = ev.contains("args") && ev["args"].contains("Python module id");
+    return module ? event_type::module : event_type::python_function;
+  }
+  if (c == "runtime" || c == "cuda_runtime" || c == "mtia_runtime" || c == "glow_runtime" || c == "xpu_runtime" ||
+      c == "privateuse1_runtime") {
+    return event_type::runtime;
+  }
+  if (c == "cuda_driver") return event_type::driver;
+  if (c == "kernel") return event_type::kernel;
+  if (c == "memcpy" || c == "gpu_memcpy") return event_type::memcpy;
+  if (c == "memset" || c == "gpu_memset") return event_type::memset;
+  return event_type::other;
+}
+
+struct expected {
+  std::vector<std::pair<double, std::string>> events;  // (ts, name), stable-sorted by ts
+  std::map<event_type, std::size_t> per_type;
+  std::map<std::string, std::uint64_t> by_category;
+  std::size_t memory = 0, fwdbwd = 0;
+  std::vector<std::string> device_names;
+  std::int64_t rank = -1;
+  bool legacy = false;
+};
+
+expected compute_expected(const std::string& text) {
+  const json doc = json::parse(text);
+  expected x;
+  x.legacy = doc.is_array();
+  const json& events = x.legacy ? doc : doc.at("traceEvents");
+  for (const json& ev : events) {
+    const std::string ph = ev.value("ph", "");
+    ++x.by_category[ev.contains("cat") ? ev["cat"].get<std::string>() : "<" + ph + ">"];
+    const std::string name = ev.value("name", "");
+    if (ph == "X") {
+      const event_type t = expected_type(ev, x.legacy);
+      ++x.per_type[t];
+      x.events.emplace_back(ev.value("ts", 0.0), name);
+    } else if (ph == "i" && name == "[memory]") {
+      ++x.memory;
+      ++x.per_type[event_type::memory];
+      x.events.emplace_back(ev.value("ts", 0.0), name);
+    } else if ((ph == "s" || ph == "f") && ev.value("cat", "") == "fwdbwd") {
+      ++x.fwdbwd;
+    }
+  }
+  std::stable_sort(x.events.begin(), x.events.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (!x.legacy && doc.contains("deviceProperties")) {
+    for (const json& d : doc["deviceProperties"]) x.device_names.push_back(d.value("name", ""));
+  }
+  if (!x.legacy && doc.contains("distributedInfo")) x.rank = doc["distributedInfo"].value("rank", -1);
+  return x;
+}
+
+void check_same_model(const trace_model& a, const trace_model& b) {
+  REQUIRE(a.events.size() == b.events.size());
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    const event& x = a.events[i];
+    const event& y = b.events[i];
+    const bool same = x.ts == y.ts && x.dur == y.dur && x.pid == y.pid && x.tid == y.tid &&
+                      x.external_id == y.external_id && x.correlation == y.correlation &&
+                      a.str(x.name) == b.str(y.name) && x.type == y.type && x.extra == y.extra &&
+                      x.pid_is_string == y.pid_is_string && x.tid_is_string == y.tid_is_string;
+    mismatches += same ? 0 : 1;
+  }
+  CHECK(mismatches == 0);
+  REQUIRE(a.ops.size() == b.ops.size());
+  std::size_t op_mismatches = 0;
+  for (std::size_t i = 0; i < a.ops.size(); ++i) {
+    const op_args& x = a.ops[i];
+    const op_args& y = b.ops[i];
+    const bool same = a.str(x.input_dims) == b.str(y.input_dims) && a.str(x.input_types) == b.str(y.input_types) &&
+                      a.str(x.call_stack) == b.str(y.call_stack) && x.sequence_nr == y.sequence_nr &&
+                      x.fwd_thread_id == y.fwd_thread_id;
+    op_mismatches += same ? 0 : 1;
+  }
+  CHECK(op_mismatches == 0);
+  CHECK(a.kernels.size() == b.kernels.size());
+  CHECK(a.memory.size() == b.memory.size());
+  CHECK(a.python.size() == b.python.size());
+  CHECK(a.fwdbwd.size() == b.fwdbwd.size());
+  CHECK(a.strings.size() == b.strings.size());
+  CHECK(a.diagnostics.events_by_category == b.diagnostics.events_by_category);
+  CHECK(a.diagnostics.warnings == b.diagnostics.warnings);
+}
+
+trace_model load_ok(std::string_view text, const load_options& o = {}) {
+  load_result r = load_trace_buffer(text, "test.json", o);
+  if (!r.ok()) FAIL(r.error->message());
+  return std::move(*r.model);
+}
+
+load_error load_fails(std::string_view text, const load_options& o = {}) {
+  load_result r = load_trace_buffer(text, "bad.json", o);
+  REQUIRE_FALSE(r.ok());
+  REQUIRE(r.error.has_value());
+  CHECK_FALSE(r.error->reason.empty());
+  return *r.error;
+}
+
+std::uint64_t warnings(const trace_model& m, const std::string& kind) {
+  auto it = m.diagnostics.warnings.find(kind);
+  return it == m.diagnostics.warnings.end() ? 0 : it->second;
+}
+
+const event* find_event(const trace_model& m, std::string_view name) {
+  for (const event& e : m.events) {
+    if (m.str(e.name) == name) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("loader: every shared trace loads with independently computed counts") {
+  const auto files = shared_traces();
+  REQUIRE(files.size() >= 12);
+  for (const std::string& path : files) {
+    CAPTURE(path);
+    const std::string text = path.ends_with(".gz") ? gunzip_file(path) : read_bytes(path);
+    const expected x = compute_expected(text);
+    load_result r = load_trace(path);
+    if (!r.ok()) FAIL(r.error->message());
+    const trace_model& m = *r.model;
+    CHECK(m.legacy_array == x.legacy);
+    CHECK(m.diagnostics.warnings.empty());
+    CHECK(m.diagnostics.events_by_category == x.by_category);
+    CHECK(m.memory.size() == x.memory);
+    CHECK(m.fwdbwd.size() == x.fwdbwd);
+    std::map<event_type, std::size_t> per_type;
+    for (const event& e : m.events) ++per_type[e.type];
+    CHECK(per_type == x.per_type);
+    CHECK(m.ops.size() == per_type[event_type::op] + per_type[event_type::user_annotation] + per_type[event_type::python]);
+    CHECK(m.kernels.size() == per_type[event_type::kernel]);
+    // Stable sort by ts: the same (ts, name) sequence as a stable sort of the file's events.
+    REQUIRE(m.events.size() == x.events.size());
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < m.events.size(); ++i) {
+      if (m.events[i].ts != x.events[i].first || m.str(m.events[i].name) != x.events[i].second) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+    REQUIRE(m.devices.size() == x.device_names.size());
+    for (std::size_t i = 0; i < m.devices.size(); ++i) CHECK(m.devices[i].name == x.device_names[i]);
+    CHECK((m.distributed ? m.distributed->rank : -1) == x.rank);
+    // The windowed parser (tiny windows: many boundaries) and the whole-document parser agree.
+    load_result whole = load_trace(path, {.window_bytes = 0});
+    load_result tiny = load_trace(path, {.window_bytes = 700});
+    REQUIRE(whole.ok());
+    REQUIRE(tiny.ok());
+    check_same_model(m, *whole.model);
+    check_same_model(m, *tiny.model);
+  }
+}
+
+TEST_CASE("loader: resnet50_v100 (era A: string tids, stream N, lower-case external id)") {
+  const std::string path = shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+  load_result r = load_trace(path);
+  REQUIRE(r.ok());
+  const trace_model& m = *r.model;
+  CHECK(m.schema_version == 1);
+  REQUIRE(m.devices.size() == 4);
+  CHECK(m.devices[0].name == "Tesla V100-DGXS-32GB");
+  CHECK(m.devices[0].total_global_mem == 34084028416);
+  CHECK(m.devices[0].compute_major == 7);
+  CHECK(m.devices[0].num_sms == 80);
+  CHECK_FALSE(m.distributed.has_value());
+  const event* zeros = find_event(m, "aten::zeros");
+  REQUIRE(zeros != nullptr);
+  CHECK(zeros->type == event_type::op);
+  CHECK(zeros->tid == 25738);
+  CHECK_FALSE(zeros->tid_is_string);
+  CHECK(zeros->pid == 25738);
+  CHECK(zeros->external_id == 1);
+  REQUIRE(zeros->extra != no_index);
+  CHECK(m.str(m.ops[zeros->extra].input_dims) == "[[],[],[],[],[]]");
+  CHECK(m.str(m.ops[zeros->extra].input_types) == R"J(["GenericList","Int","","","Bool"])J");
+  CHECK(m.str(m.ops[zeros->extra].call_stack).starts_with("/home/yangu/anaconda3/"));
+  std::size_t kernels = 0, on_stream7 = 0, with_ext = 0;
+  for (const event& e : m.events) {
+    if (e.type != event_type::kernel) continue;
+    ++kernels;
+    on_stream7 += e.tid == 7 ? 1 : 0;
+    with_ext += e.external_id != 0 ? 1 : 0;
+    CHECK_FALSE(e.tid_is_string);
+    CHECK(m.kernels[e.extra].device == e.pid);
+    CHECK(m.kernels[e.extra].has_grid);
+  }
+  CHECK(kernels == 8772);
+  CHECK(on_stream7 == kernels);
+  CHECK(with_ext > 0);
+  const event* span = find_event(m, "PyTorch Profiler (0)");
+  REQUIRE(span != nullptr);
+  CHECK(span->type == event_type::trace);
+  CHECK(span->pid_is_string);
+  CHECK(m.id_text(span->pid, span->pid_is_string) == "Traces");
+  CHECK(m.id_text(span->tid, span->tid_is_string) == "PyTorch Profiler");
+  // [memory] instants (era A: no cat, Bytes only)
+  REQUIRE(!m.memory.empty());
+  CHECK(m.memory[0].device_type >= 0);
+  CHECK(std::isnan(m.memory[0].total_allocated));
+  CHECK_FALSE(m.record_window_end_dropped);
+}
+
+TEST_CASE("loader: legacy bare array, two_ranks, amd_mi250, triton") {
+  const std::string t = shared_dir() + "/traces/";
+  load_result legacy = load_trace(t + "legacy_torch113_cpu/cpu0.1795343028113.pt.trace.json.gz");
+  REQUIRE(legacy.ok());
+  CHECK(legacy.model->legacy_array);
+  REQUIRE(!legacy.model->events.empty());
+  for (const event& e : legacy.model->events) {
+    CHECK(e.type == event_type::op);
+    CHECK(e.pid_is_string);
+  }
+  CHECK(legacy.model->id_text(legacy.model->events[0].pid, true) == "CPU functions");
+
+  for (int rank = 0; rank < 2; ++rank) {
+    load_result r = load_trace(t + "two_ranks/rank" + std::to_string(rank) + ".pt.trace.json.gz");
+    REQUIRE(r.ok());
+    REQUIRE(r.model->distributed.has_value());
+    CHECK(r.model->distributed->rank == rank);
+    CHECK(r.model->distributed->backend == "nccl");
+    CHECK(r.model->distributed->world_size == 128);
+  }
+
+  load_result amd = load_trace(t + "amd_mi250/mi250_minitoy_train.pt.trace.json.gz");
+  REQUIRE(amd.ok());
+  REQUIRE(amd.model->devices.size() == 4);
+  CHECK(amd.model->devices[0].name == "AMD Radeon Graphics");
+  for (const kernel_args& k : amd.model->kernels) CHECK(k.stream == 0);  // ROCm writes "0x0"
+
+  load_result triton = load_trace(t + "triton/triton_example.pt.trace.json.gz");
+  REQUIRE(triton.ok());
+  std::size_t drivers = 0;
+  for (const event& e : triton.model->events) drivers += e.type == event_type::driver ? 1 : 0;
+  CHECK(drivers == 1);
+  const event* launch = find_event(*triton.model, "cuLaunchKernel");
+  REQUIRE(launch != nullptr);
+  CHECK(launch->correlation != 0);
+}
+
+TEST_CASE("loader: a trace written by our own writer") {
+  using namespace kinetoscope;
+  trace_data d;
+  d.pid = 4242;
+  d.process_name = "python3";
+  d.strings = {""};
+  d.start_ns = base_time_ns() + 1'000'000'000;
+  d.end_ns = d.start_ns + 50'000'000;
+  d.threads = {{4242, "python3"}, {4250, "pt_autograd_0"}};
+  d.record_shapes = true;
+  d.profile_memory = true;
+  d.cuda_enabled = true;
+  d.distributed = distributed_info{"gloo", 3, 8};
+  device_properties dev;
+  dev.name = "NVIDIA A100-SXM4-80GB";
+  dev.total_global_mem = 84974239744;
+  dev.compute_major = 8;
+  dev.num_sms = 108;
+  d.devices.push_back(dev);
+  const std::uint32_t step = d.intern("ProfilerStep#7");
+  const std::uint32_t mm = d.intern("aten::mm");
+  const std::uint32_t launch = d.intern("cudaLaunchKernel");
+  const std::uint32_t kern = d.intern("ampere_sgemm_32x32_sliced1x4_tn");
+  const std::int64_t t0 = d.start_ns + 1000;
+  d.events.push_back({t0, t0 + 40'000'000, 4242, 4242, step, cpu_category::user_annotation, 1, -1, 0, 0, 0, 0});
+  op_input a{{32, 128}, {128, 1}, "float", "", {}};
+  op_input b{{128, 64}, {64, 1}, "float", "", {}};
+  d.inputs = {a, b};
+  d.events.push_back({t0 + 1000, t0 + 9000, 4242, 4242, mm, cpu_category::cpu_op, 2, 17, 0, 0, 2, 0});
+  runtime_call rc;
+  rc.start_ns = t0 + 2000;
+  rc.end_ns = t0 + 5000;
+  rc.tid = 4242;
+  rc.name = launch;
+  rc.cbid = 211;
+  rc.correlation = 99;
+  rc.external_id = 2;
+  rc.flow = true;
+  d.runtime.push_back(rc);
+  gpu_activity k;
+  k.start_ns = t0 + 6000;
+  k.end_ns = t0 + 16000;
+  k.name = kern;
+  k.stream = 7;
+  k.correlation = 99;
+  k.external_id = 2;
+  k.grid[0] = 4;
+  k.grid[1] = k.grid[2] = 1;
+  k.block[0] = 128;
+  k.block[1] = k.block[2] = 1;
+  k.blocks_per_sm = 0.037037;
+  k.occupancy_pct = 12;
+  d.gpu.push_back(k);
+  memory_event me;
+  me.time_ns = t0 + 1500;
+  me.tid = 4242;
+  me.addr = 139926520725504ull;
+  me.bytes = 32768;
+  me.total_allocated = 32768;
+  me.total_reserved = 2097152;
+  me.device = device_type::cuda;
+  me.device_id = 0;
+  d.memory.push_back(me);
+
+  const std::string text = chrome_trace_string(d);
+  const expected x = compute_expected(text);
+  const trace_model m = load_ok(text);
+  CHECK(m.diagnostics.warnings.empty());
+  CHECK(m.diagnostics.events_by_category == x.by_category);
+  CHECK(m.base_time_ns == base_time_ns());
+  REQUIRE(m.distributed.has_value());
+  CHECK(m.distributed->backend == "gloo");
+  CHECK(m.distributed->rank == 3);
+  CHECK(m.distributed->world_size == 8);
+  REQUIRE(!m.devices.empty());
+  CHECK(m.devices[0].name == "NVIDIA A100-SXM4-80GB");
+  const event* s = find_event(m, "ProfilerStep#7");
+  REQUIRE(s != nullptr);
+  CHECK(s->type == event_type::user_annotation);
+  CHECK(s->ts == doctest::Approx(1'000'001.0));
+  const event* op = find_event(m, "aten::mm");
+  REQUIRE(op != nullptr);
+  CHECK(op->type == event_type::op);
+  CHECK(op->external_id == 2);
+  CHECK(op->dur == doctest::Approx(8.0));
+  CHECK(m.str(m.ops[op->extra].input_dims) == "[[32,128],[128,64]]");
+  CHECK(m.ops[op->extra].sequence_nr == 17);
+  const event* rt = find_event(m, "cudaLaunchKernel");
+  const event* kv = find_event(m, "ampere_sgemm_32x32_sliced1x4_tn");
+  REQUIRE(rt != nullptr);
+  REQUIRE(kv != nullptr);
+  CHECK(rt->type == event_type::runtime);
+  CHECK(kv->type == event_type::kernel);
+  CHECK(rt->correlation == 99);
+  CHECK(kv->correlation == 99);
+  CHECK(kv->external_id == 2);
+  CHECK(kv->tid == 7);
+  const kernel_args& ka = m.kernels[kv->extra];
+  CHECK(ka.grid[0] == 4);
+  CHECK(ka.block[0] == 128);
+  CHECK(ka.occupancy == doctest::Approx(12));
+  REQUIRE(m.memory.size() == 1);
+  CHECK(m.memory[0].device_type == 1);
+  CHECK(m.memory[0].device_id == 0);
+  CHECK(m.memory[0].addr == 139926520725504ull);
+  CHECK(m.memory[0].bytes == 32768);
+  CHECK(m.memory[0].total_reserved == doctest::Approx(2097152));
+}
+
+TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
+  const std::string text =
+      gunzip_file(shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
+  SUBCASE("truncated JSON (half a real trace)") {
+    const std::string half = text.substr(0, text.size() / 2);
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20, std::size_t{10000}}) {
+      CAPTURE(window);
+      const load_error e = load_fails(half, {.window_bytes = window});
+      CHECK(e.reason.find("truncated") != std::string::npos);
+      CHECK(e.byte_offset == half.size());
+      CHECK(e.message().find("bad.json: ") == 0);
+    }
+    CHECK(load_fails(half).event_index > 15000);  // windowed: events read before the cut
+  }
+  SUBCASE("truncated gzip") {
+    const std::string gz = gzip_bytes(text);
+    const load_error e = load_fails(std::string_view(gz).substr(0, gz.size() / 2));
+    CHECK(e.reason.find("truncated gzip stream") != std::string::npos);
+  }
+  SUBCASE("broken gzip header") {
+    const load_error e = load_fails(std::string("\x1f\x8b\x07\x00garbage-garbage-garbage", 27));
+    CHECK(e.reason.find("corrupt gzip") != std::string::npos);
+  }
+  SUBCASE("corrupt gzip data") {
+    std::string gz = gzip_bytes(text);
+    for (std::size_t i = 100; i < 400; ++i) gz[i] = static_cast<char>(gz[i] ^ 0x5a);
+    const load_error e = load_fails(gz);
+    CHECK(e.reason.find("gzip") != std::string::npos);
+  }
+  SUBCASE("empty and whitespace-only") {
+    CHECK(load_fails("").reason == "empty file");
+    CHECK(load_fails(gzip_bytes("")).reason.find("empty") != std::string::npos);
+    CHECK(load_fails("  \n\t ").reason.find("empty") != std::string::npos);
+  }
+  SUBCASE("not JSON") {
+    CHECK_FALSE(load_fails("hello, world").reason.empty());
+    CHECK_FALSE(load_fails("\x89PNG\r\n\x1a\n....").reason.empty());
+    CHECK_FALSE(load_fails(R"J({"traceEvents": [{"ph": "X",, }]})J").reason.empty());
+    CHECK_FALSE(load_fails(R"J({"traceEvents": []} trailing)J").reason.empty());
+    CHECK(load_fails(R"J({"traceEvents": []} trailing)J", {.window_bytes = 0}).reason.find("JSON") != std::string::npos);
+  }
+  SUBCASE("wrong shapes") {
+    CHECK(load_fails("42").reason.find("is a number") != std::string::npos);
+    CHECK(load_fails(R"("text")").reason.find("is a string") != std::string::npos);
+    CHECK(load_fails(R"J({"traceEvents": 5})J").reason.find("not an array") != std::string::npos);
+    CHECK(load_fails(R"J({"traceEvents": {"a": 1}})J").reason.find("not an array") != std::string::npos);
+    CHECK(load_fails(R"J({"schemaVersion": 1})J").reason.find("no \"traceEvents\"") != std::string::npos);
+  }
+  SUBCASE("missing file and directory") {
+    load_result r = load_trace("/nonexistent/dir/x.pt.trace.json");
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error->reason.find("cannot open") != std::string::npos);
+    load_result d = load_trace(shared_dir());
+    REQUIRE_FALSE(d.ok());
+    CHECK(d.error->reason.find("directory") != std::string::npos);
+  }
+  SUBCASE("syntax error in the middle reports its place") {
+    std::string broken = text;
+    const std::size_t at = broken.find("\"ph\": \"X\"", broken.size() / 2);
+    REQUIRE(at != std::string::npos);
+    broken[at + 4] = '@';  // "ph"@ "X"
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const load_error e = load_fails(broken, {.window_bytes = window});
+      CHECK(e.byte_offset > at - 200);
+      CHECK(e.byte_offset < at + 200);
+      CHECK(e.event_index > 0);
+    }
+  }
+}
+
+TEST_CASE("loader: bad events load with warnings counted") {
+  SUBCASE("wrong types, missing name, non-object event") {
+    const trace_model m = load_ok(R"J({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": "123.5", "dur": 4},
+      {"ph": "X", "cat": "cpu_op", "name": "b", "pid": 1, "tid": {"x": 1}, "ts": 10, "dur": 2},
+      {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": 11, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": 17, "pid": 1, "tid": 1, "ts": 12, "dur": 1},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 13, "dur": 1, "args": {"grid": "nope", "device": "0"}},
+      5, "str", null,
+      {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1, "ts": "soon", "dur": 1}
+    ]})J");
+    CHECK(m.events.size() == 6);
+    const event* a = find_event(m, "a");
+    REQUIRE(a != nullptr);
+    CHECK(a->ts == 123.5);
+    CHECK(warnings(m, "number written as a string") == 2);  // ts "123.5", kernel device "0"
+    CHECK(warnings(m, "wrong type") == 4);                   // tid object, name 17, grid, ts "soon"
+    CHECK(warnings(m, "missing name") == 2);
+    CHECK(warnings(m, "event is not an object") == 3);
+    CHECK(m.diagnostics.events_by_category.at("<not an object>") == 3);
+    CHECK(m.diagnostics.messages.size() <= 20);
+    CHECK(m.diagnostics.messages[0].find("event #") == 0);
+  }
+  SUBCASE("huge numbers") {
+    const trace_model m = load_ok(R"J({"traceEvents": [
+      {"ph": "X", "cat": "cuda_runtime", "name": "r", "pid": 1, "tid": 1, "ts": 1e308, "dur": 1e308,
+       "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808}},
+      {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1,
+       "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808, "device": 1e400}},
+      {"ph": "X", "cat": "cpu_op", "name": "o", "pid": 99999999999999999999999, "tid": -5, "ts": -1e-300, "dur": 0}
+    ]})J");
+    REQUIRE(m.events.size() == 3);
+    const event* r = find_event(m, "r");
+    const event* k = find_event(m, "k");
+    REQUIRE(r != nullptr);
+    REQUIRE(k != nullptr);
+    CHECK(r->ts == 1e308);
+    CHECK(r->external_id == k->external_id);  // still matched
+    CHECK(r->correlation == k->correlation);
+    CHECK(r->external_id == -1);              // two's-complement bits of 2^64-1
+    CHECK(warnings(m, "id beyond int64") == 4);
+    CHECK(m.events[0].ts < 0);                // sorted: -1e-300 first
+  }
+  SUBCASE("invalid UTF-8 inside a name") {
+    const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\xff\xfe name\", "
+                             "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}";
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const trace_model m = load_ok(text, {.window_bytes = window});
+      REQUIRE(m.events.size() == 1);
+      CHECK(m.str(m.events[0].name) == "bad?? name");
+      CHECK(warnings(m, "invalid UTF-8 bytes replaced with '?'") == 1);
+    }
+  }
+  SUBCASE("bare N/A and raw control characters") {
+    const trace_model m = load_ok(R"J({"traceEvents": [
+      {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 1, "dur": 0,
+       "args": {"memory bandwidth (GB/s)": N/A, "bytes": 4}},
+      {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 2, "args": {"Bytes": N/A, "Device Type": 1}}
+    ]})J");
+    CHECK(m.events.size() == 2);
+    CHECK(m.memory.size() == 1);
+    CHECK(m.memory[0].bytes == 0);
+    CHECK(m.memory[0].device_type == 1);
+    const trace_model c = load_ok("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\tb\nc\", "
+                                  "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}");
+    REQUIRE(c.events.size() == 1);
+    CHECK(c.str(c.events[0].name) == "a b c");
+    CHECK(warnings(c, "raw control characters inside strings replaced with spaces") == 1);
+    // N/A where the structure needs a value: the plugin's last fallback quotes it.
+    const trace_model q = load_ok(R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "x", "pid": 1, "tid": 1, "ts": 1, "dur": 1}], "x": N/A})J");
+    CHECK(q.events.size() == 1);
+  }
+  SUBCASE("invalid escapes are kept literally, valid ones decoded") {
+    const trace_model m = load_ok(R"J({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "C:\Users\x", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "q\"\u00e9\ud83d\ude00", "pid": 1, "tid": 1, "ts": 2, "dur": 1}
+    ]})J");
+    REQUIRE(m.events.size() == 2);
+    CHECK(m.str(m.events[1].name) == "q\"\xc3\xa9\xf0\x9f\x98\x80");
+  }
+  SUBCASE("children ending after their parent, unknown categories, flows") {
+    const trace_model m = load_ok(R"J({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "parent", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "child", "pid": 1, "tid": 1, "ts": 12, "dur": 50},
+      {"ph": "X", "cat": "my_own_cat", "name": "o", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+      {"ph": "X", "cat": "Memory", "name": "m", "pid": 1, "tid": 1, "ts": 1, "dur": 1},
+      {"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 10, "cat": "fwdbwd", "name": "fwdbwd"},
+      {"ph": "f", "id": 5, "pid": 1, "tid": 2, "ts": 30, "cat": "fwdbwd", "name": "fwdbwd", "bp": "e"},
+      {"ph": "s", "id": 6, "pid": 1, "tid": 1, "ts": 10, "cat": "FwdBwd", "name": "fwdbwd"},
+      {"ph": "X", "cat": "python_function", "name": "nn.Module: Linear_0", "pid": 1, "tid": 1, "ts": 3, "dur": 1,
+       "args": {"Python id": 4, "Python parent id": null, "Python module id": 77}},
+      {"ph": "X", "cat": "python_function", "name": "f.py(1): g", "pid": 1, "tid": 1, "ts": 4, "dur": 1,
+       "args": {"Python id": 5, "Python parent id": 4}}
+    ]})J");
+    CHECK(m.events.size() == 6);
+    CHECK(m.fwdbwd.size() == 2);
+    CHECK(m.fwdbwd[0].is_start);
+    CHECK_FALSE(m.fwdbwd[1].is_start);
+    CHECK(m.diagnostics.events_by_category.at("my_own_cat") == 1);
+    CHECK(find_event(m, "o")->type == event_type::other);
+    CHECK(find_event(m, "m")->type == event_type::other);
+    const event* mod = find_event(m, "nn.Module: Linear_0");
+    REQUIRE(mod != nullptr);
+    CHECK(mod->type == event_type::module);
+    CHECK(m.python[mod->extra].module_id == 77);
+    CHECK(m.python[mod->extra].parent_id == -1);
+    const event* fn = find_event(m, "f.py(1): g");
+    CHECK(fn->type == event_type::python_function);
+    CHECK(m.python[fn->extra].parent_id == 4);
+  }
+  SUBCASE("Record Window End fix, BOM, key order, concatenated gzip members") {
+    const std::string text = "\xEF\xBB\xBF" R"J({"traceName": "x", "traceEvents": [
+      {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces", "tid": "Trace PyTorch Profiler", "ts": 100},
+      {"args": {"External id": 3}, "dur": 2, "ts": 200, "tid": "77", "pid": 1, "name": "z", "cat": "Operator", "ph": "X"},
+      {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": 90000000}
+    ], "baseTimeNanoseconds": 1759300074000000000, "distributedInfo": {"rank": 2}, "Framework": "pytorch-lightning"})J";
+    const std::string half1 = text.substr(0, 100), half2 = text.substr(100);
+    const std::string gz = gzip_bytes(half1) + gzip_bytes(half2);
+    for (const std::string& input : {text, gz}) {
+      const trace_model m = load_ok(input);
+      CHECK(m.record_window_end_dropped);
+      CHECK(m.base_time_ns == 1759300074000000000);
+      CHECK(m.lightning);
+      REQUIRE(m.distributed.has_value());
+      CHECK(m.distributed->rank == 2);
+      CHECK(m.distributed->world_size == -1);
+      REQUIRE(m.events.size() == 1);
+      CHECK(m.events[0].tid == 77);
+      CHECK(m.events[0].external_id == 3);
+    }
+  }
+}
+
+TEST_CASE("loader: big files are parsed while they are read or inflated") {
+  // >= 16 MB: the plain file is read, and the gzip inflated, on a thread (text_feed).
+  const std::string text =
+      gunzip_file(shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
+  REQUIRE(text.size() > (std::size_t{32} << 20));
+  const trace_model ref = load_ok(text, {.window_bytes = 0});
+  const fs::path dir = fs::temp_directory_path() / ("kinetoscope-loader-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto write = [&](const std::string& name, const std::string& bytes) {
+    std::ofstream out(dir / name, std::ios::binary);
+    out << bytes;
+    return (dir / name).string();
+  };
+  SUBCASE("plain file") {
+    load_result r = load_trace(write("big.json", text));
+    REQUIRE(r.ok());
+    check_same_model(ref, *r.model);
+    load_result small_windows = load_trace((dir / "big.json").string(), {.window_bytes = 64 << 10});
+    REQUIRE(small_windows.ok());
+    check_same_model(ref, *small_windows.model);
+  }
+  SUBCASE("truncated plain file") {
+    const std::string cut = text.substr(0, text.size() - 1000);
+    load_result r = load_trace(write("cut.json", cut));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error->reason.find("truncated") != std::string::npos);
+    CHECK(r.error->byte_offset == cut.size());
+    CHECK(r.error->event_index > 50000);
+  }
+  SUBCASE("concatenated gzip members (ISIZE is only the last member's)") {
+    const std::size_t half = text.size() / 2;
+    load_result r = load_trace(write("two.json.gz", gzip_bytes(text.substr(0, half)) + gzip_bytes(text.substr(half))));
+    REQUIRE(r.ok());
+    check_same_model(ref, *r.model);
+  }
+  SUBCASE("gzip with a bad CRC") {
+    std::string gz = gzip_bytes(text);
+    gz[gz.size() - 6] = static_cast<char>(gz[gz.size() - 6] ^ 1);  // CRC32 field
+    load_result r = load_trace(write("crc.json.gz", gz));
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error->reason.find("gzip") != std::string::npos);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("loader: model interning") {
+  trace_model m;
+  CHECK(m.find_string("") == 0);
+  CHECK(m.find_string("a") == no_index);
+  const std::uint32_t a = m.intern("a");
+  CHECK(m.intern("a") == a);
+  CHECK(m.find_string("a") == a);
+  m.strings.push_back("pushed by hand");
+  CHECK(m.find_string("pushed by hand") == m.strings.size() - 1);
+  CHECK(m.intern("pushed by hand") == m.strings.size() - 1);
+  for (int i = 0; i < 5000; ++i) m.intern("s" + std::to_string(i));
+  for (int i = 0; i < 5000; ++i) CHECK(m.str(m.find_string("s" + std::to_string(i))) == "s" + std::to_string(i));
+  const trace_model copy = m;
+  CHECK(copy.find_string("s4999") == m.find_string("s4999"));
+}

@@ -1,0 +1,970 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Trace loader: bytes -> (gunzip) -> repairs -> simdjson On-Demand -> trace_model.
+// Helpers: loader_text.hpp (buffer, gzip, repairs), loader_reader.hpp (the reader class).
+// This file: the event reader's loops (hot path), the whole-document and windowed drivers,
+// the repair-and-retry loop and the public functions.
+#include "analysis/loader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/loader_reader.hpp"
+#include "analysis/loader_text.hpp"
+
+namespace kinetoscope::analysis {
+
+std::string load_error::message() const {
+  std::string m = file + ": " + reason;
+  if (byte_offset > 0 || event_index >= 0) {
+    m += " (";
+    if (byte_offset > 0) m += "at byte " + std::to_string(byte_offset);
+    if (byte_offset > 0 && event_index >= 0) m += ", ";
+    if (event_index >= 0) m += "event #" + std::to_string(event_index);
+    m += ")";
+  }
+  return m;
+}
+
+namespace detail {
+
+std::size_t reader::category_slot(std::string_view text, bool is_cat) {
+  auto matches = [&](const cat_entry& c) {
+    // Entries without cat are stored as "<ph>"; a real cat may not collide with them.
+    return c.text.size() == text.size() + (is_cat ? 0 : 2) &&
+           (is_cat ? c.text == text : c.text.compare(1, text.size(), text) == 0) &&
+           (is_cat || c.text.front() == '<');
+  };
+  if (last_cat_ < cats_.size() && matches(cats_[last_cat_])) return last_cat_;
+  if (cats_.size() <= 16) {
+    for (std::size_t i = 0; i < cats_.size(); ++i) {
+      if (matches(cats_[i])) return last_cat_ = i;
+    }
+  } else {
+    const std::string key = is_cat ? std::string(text) : "<" + std::string(text) + ">";
+    if (auto it = cat_index_.find(key); it != cat_index_.end()) return last_cat_ = it->second;
+  }
+  cat_entry c;
+  c.text = is_cat ? std::string(text) : "<" + std::string(text) + ">";
+  if (is_cat) c.info = classify_category(text);
+  cats_.push_back(std::move(c));
+  if (cats_.size() == 17) {
+    for (std::size_t i = 0; i < cats_.size(); ++i) cat_index_.emplace(cats_[i].text, i);
+  } else if (cats_.size() > 17) {
+    cat_index_.emplace(cats_.back().text, cats_.size() - 1);
+  }
+  return last_cat_ = cats_.size() - 1;
+}
+
+error_code reader::read_events(od::array& arr) {
+  in_events_ = true;
+  for (auto er : arr) {
+    od::value v;
+    if (auto e = std::move(er).get(v)) return e;
+    if (auto e = read_event(v)) return e;
+    ++event_index_;
+  }
+  in_events_ = false;
+  return SUCCESS;
+}
+
+error_code reader::read_event(od::value& v) {
+  od::object obj;
+  if (auto e = v.get_object().get(obj); e != SUCCESS) {
+    if (e != simdjson::INCORRECT_TYPE) return e;
+    warn("event is not an object");
+    ++cats_[category_slot("not an object", false)].count;
+    return SUCCESS;
+  }
+  pending& p = p_;
+  p = pending{};
+  for (auto fr : obj) {
+    od::field f;
+    if (auto e = std::move(fr).get(f)) return e;
+    const std::string_view key = key_of(f.key());
+    od::value& fv = f.value();
+    switch (key.size()) {
+      case 2:
+        if (key == "ph") {
+          p.has_ph = get_str(fv, p.ph, ph_buf_);
+          if (!p.has_ph) warn("wrong type", "ph");
+        } else if (key == "ts") {
+          p.has_ts = get_f64(fv, p.ts, "ts");
+        } else if (key == "id") {
+          get_i64(fv, p.flow_id, "id");
+        }
+        break;
+      case 3:
+        if (key == "cat") {
+          p.has_cat = get_str(fv, p.cat, cat_buf_);
+          if (!p.has_cat) warn("wrong type", "cat");
+        } else if (key == "pid") {
+          get_id(fv, p.pid, p.pid_str, "pid");
+        } else if (key == "tid") {
+          get_id(fv, p.tid, p.tid_str, "tid");
+        } else if (key == "dur") {
+          get_f64(fv, p.dur, "dur");
+        }
+        break;
+      case 4:
+        if (key == "name") {
+          p.has_name = get_str(fv, p.name, name_buf_);
+          if (!p.has_name) warn("wrong type", "name");
+        } else if (key == "args") {
+          if (auto e = read_args(fv)) return e;
+        }
+        break;
+      default: break;
+    }
+  }
+  finish_event();
+  return SUCCESS;
+}
+
+error_code reader::read_args(od::value& v) {
+  od::object obj;
+  if (v.get_object().get(obj) != SUCCESS) {
+    warn("wrong type", "args");
+    return SUCCESS;
+  }
+  pending& p = p_;
+  deferring_ = true;
+  for (auto fr : obj) {
+    od::field f;
+    if (auto e = std::move(fr).get(f)) {
+      deferring_ = false;
+      return e;
+    }
+    const std::string_view key = key_of(f.key());
+    od::value& fv = f.value();
+    error_code e = SUCCESS;
+    group_ = group_of(key);
+    switch (key.size()) {
+      case 4:
+        if (key == "grid") e = get_triple(fv, p.kernel.grid, p.kernel.has_grid, "grid");
+        else if (key == "Addr") {
+          std::int64_t a = 0;
+          if (get_i64(fv, a, "Addr")) {
+            p.mem.addr = static_cast<std::uint64_t>(a);
+            p.mem.has_addr = true;
+          }
+        }
+        break;
+      case 5:
+        if (key == "block") e = get_triple(fv, p.kernel.block, p.kernel.has_block, "block");
+        else if (key == "Bytes") get_i64(fv, p.mem.bytes, "Bytes");
+        break;
+      case 6:
+        if (key == "device") get_i64(fv, p.kernel.device, "device");
+        else if (key == "stream") get_i64(fv, p.kernel.stream, "stream");
+        break;
+      case 9:
+        if (key == "Python id") get_i64(fv, p.py.python_id, "Python id");
+        else if (key == "Device Id") get_i64(fv, p.mem.device_id, "Device Id");
+        break;
+      case 10:
+        if (key == "Input Dims") e = get_json_array(fv, p.input_dims, "Input Dims");
+        else if (key == "Input dims") e = get_json_array(fv, p.input_dims_lower, "Input dims");
+        else if (key == "Input type") e = get_json_array(fv, p.input_types, "Input type");
+        else if (key == "Call stack") {
+          std::string_view s;
+          if (get_str(fv, s, tmp_buf_)) p.call_stack = m_.intern(s);
+          else warn("wrong type", "Call stack");
+        }
+        break;
+      case 11:
+        if (key == "External id") p.has_ext_upper = get_i64(fv, p.ext_upper, "External id");
+        else if (key == "external id") p.has_ext_lower = get_i64(fv, p.ext_lower, "external id");
+        else if (key == "correlation") get_i64(fv, p.correlation, "correlation");
+        else if (key == "Device Type") get_i64(fv, p.mem.device_type, "Device Type");
+        break;
+      case 13:
+        if (key == "Fwd thread id") get_i64(fv, p.fwd_tid, "Fwd thread id");
+        else if (key == "blocks per SM") p.kernel.has_blocks_per_sm = get_f64(fv, p.kernel.blocks_per_sm, "blocks per SM");
+        else if (key == "shared memory") p.kernel.has_shared_memory = get_i64(fv, p.kernel.shared_memory, "shared memory");
+        break;
+      case 14:
+        if (key == "Total Reserved") get_f64(fv, p.mem.total_reserved, "Total Reserved");
+        break;
+      case 15:
+        if (key == "Sequence number") get_i64(fv, p.seq, "Sequence number");
+        else if (key == "Total Allocated") get_f64(fv, p.mem.total_allocated, "Total Allocated");
+        break;
+      case 16:
+        if (key == "Python parent id") get_i64(fv, p.py.parent_id, "Python parent id");
+        else if (key == "Python module id") p.has_module_id = get_i64(fv, p.py.module_id, "Python module id");
+        break;
+      case 20:
+        if (key == "registers per thread")
+          p.kernel.has_registers = get_i64(fv, p.kernel.registers_per_thread, "registers per thread");
+        break;
+      case 25:
+        if (key == "est. achieved occupancy %")
+          p.kernel.has_occupancy = get_f64(fv, p.kernel.occupancy, "est. achieved occupancy %");
+        break;
+      default: break;
+    }
+    if (e) {
+      deferring_ = false;
+      return e;
+    }
+  }
+  deferring_ = false;
+  return SUCCESS;
+}
+
+void reader::emit_deferred(event_type type) {
+  for (std::size_t i = 0; i < p_.n_warnings; ++i) {
+    const pending::deferred& d = p_.warnings[i];
+    bool relevant = false;
+    switch (d.group) {
+      case arg_group::any: relevant = true; break;
+      case arg_group::op:
+        relevant = type == event_type::op || type == event_type::user_annotation || type == event_type::python;
+        break;
+      case arg_group::kernel: relevant = type == event_type::kernel; break;
+      case arg_group::memory: relevant = type == event_type::memory; break;
+      case arg_group::python:
+        relevant = type == event_type::python_function || type == event_type::module;
+        break;
+    }
+    if (relevant) warn(d.kind, d.field);
+  }
+}
+
+void reader::finish_event() {
+  pending& p = p_;
+  const std::size_t slot = p.has_cat ? category_slot(p.cat, true) : category_slot(p.has_ph ? p.ph : "", false);
+  cat_entry& c = cats_[slot];
+  ++c.count;
+  const char ph = p.ph.size() == 1 ? p.ph[0] : '\0';
+  if (!p.has_ph) warn("missing ph");
+  if (p.has_name && p.has_ts && !p.name.empty()) {
+    if (p.name[0] == 'R' && p.name == "Record Window End") {
+      rwe_ts_ = p.ts;
+      has_rwe_ = true;
+    } else if (p.name[0] == 'I' && p.name.substr(0, 16) == "Iteration Start:") {
+      iter_ts_ = p.ts;
+      has_iter_ = true;
+    }
+  }
+  if (ph == 'X') {
+    event ev;
+    if (p.has_cat) {
+      ev.type = c.info.type;
+      ev.gpu_annotation = c.info.gpu_annotation;
+    } else if (legacy_) {
+      ev.type = event_type::op;
+    } else {
+      warn("X event without cat");
+    }
+    if (!p.has_name) warn("missing name");
+    if (!p.has_ts) warn("missing ts");
+    if (ev.type == event_type::python_function && p.has_module_id) ev.type = event_type::module;
+    ev.ts = p.ts;
+    ev.dur = p.dur;
+    ev.pid = p.pid;
+    ev.tid = p.tid;
+    ev.pid_is_string = p.pid_str;
+    ev.tid_is_string = p.tid_str;
+    ev.external_id = p.has_ext_lower ? p.ext_lower : (p.has_ext_upper ? p.ext_upper : 0);
+    ev.correlation = p.correlation;
+    ev.name = p.has_name ? m_.intern(p.name) : 0;
+    switch (ev.type) {
+      case event_type::op:
+      case event_type::user_annotation:
+      case event_type::python:
+        ev.extra = static_cast<std::uint32_t>(m_.ops.size());
+        m_.ops.push_back({p.input_dims != 0 ? p.input_dims : p.input_dims_lower, p.input_types, p.call_stack,
+                          p.seq, p.fwd_tid});
+        break;
+      case event_type::kernel:
+        ev.extra = static_cast<std::uint32_t>(m_.kernels.size());
+        m_.kernels.push_back(p.kernel);
+        break;
+      case event_type::python_function:
+      case event_type::module:
+        ev.extra = static_cast<std::uint32_t>(m_.python.size());
+        m_.python.push_back(p.py);
+        break;
+      default: break;
+    }
+    emit_deferred(ev.type);
+    m_.events.push_back(ev);
+  } else if ((ph == 'i' || ph == 'I') && p.name == "[memory]") {
+    event ev;
+    ev.type = event_type::memory;
+    ev.ts = p.ts;
+    ev.pid = p.pid;
+    ev.tid = p.tid;
+    ev.pid_is_string = p.pid_str;
+    ev.tid_is_string = p.tid_str;
+    ev.name = m_.intern(p.name);
+    ev.extra = static_cast<std::uint32_t>(m_.memory.size());
+    if (!p.has_ts) warn("missing ts");
+    m_.memory.push_back(p.mem);
+    emit_deferred(ev.type);
+    m_.events.push_back(ev);
+  } else if ((ph == 's' || ph == 'f') && p.has_cat && c.info.fwdbwd) {
+    m_.fwdbwd.push_back({p.flow_id, p.ts, p.pid, p.tid, ph == 's'});
+  }
+}
+
+// --- top level ----------------------------------------------------------------------------
+
+error_code reader::read_devices(od::value& v) {
+  od::array arr;
+  if (v.get_array().get(arr) != SUCCESS) {
+    warn("wrong type", "deviceProperties");
+    return SUCCESS;
+  }
+  meta_.devices.clear();
+  for (auto er : arr) {
+    od::value dv;
+    if (auto e = std::move(er).get(dv)) return e;
+    device_info d;
+    od::object obj;
+    if (dv.get_object().get(obj) == SUCCESS) {
+      d.present = true;
+      for (auto fr : obj) {
+        od::field f;
+        if (auto e = std::move(fr).get(f)) return e;
+        const std::string_view key = key_of(f.key());
+        od::value& fv = f.value();
+        if (key == "name") {
+          std::string_view s;
+          d.has_name = get_str(fv, s, tmp_buf_);
+          if (d.has_name) d.name = std::string(s);
+        } else if (key == "totalGlobalMem") {
+          d.has_total_global_mem = get_i64(fv, d.total_global_mem, "totalGlobalMem");
+        } else if (key == "computeMajor") {
+          d.has_compute_major = get_i64(fv, d.compute_major, "computeMajor");
+        } else if (key == "computeMinor") {
+          d.has_compute_minor = get_i64(fv, d.compute_minor, "computeMinor");
+        } else if (key == "numSms") {
+          get_i64(fv, d.num_sms, "numSms");
+        } else if (key == "maxThreadsPerMultiprocessor") {
+          get_i64(fv, d.max_threads_per_multiprocessor, "maxThreadsPerMultiprocessor");
+        }
+      }
+    }
+    meta_.devices.push_back(std::move(d));
+  }
+  return SUCCESS;
+}
+
+error_code reader::read_distributed(od::value& v) {
+  od::object obj;
+  if (v.get_object().get(obj) != SUCCESS) {
+    warn("wrong type", "distributedInfo");
+    return SUCCESS;
+  }
+  distributed_meta d;
+  for (auto fr : obj) {
+    od::field f;
+    if (auto e = std::move(fr).get(f)) return e;
+    const std::string_view key = key_of(f.key());
+    od::value& fv = f.value();
+    if (key == "backend") {
+      std::string_view s;
+      if (get_str(fv, s, tmp_buf_)) d.backend = std::string(s);
+    } else if (key == "rank") {
+      get_i64(fv, d.rank, "rank");
+    } else if (key == "world_size") {
+      get_i64(fv, d.world_size, "world_size");
+    }
+  }
+  meta_.distributed = std::move(d);
+  return SUCCESS;
+}
+
+error_code reader::read_top_field(std::string_view key, od::value& v) {
+  if (key == "deviceProperties") return read_devices(v);
+  if (key == "distributedInfo") return read_distributed(v);
+  if (key == "schemaVersion") {
+    get_i64(v, meta_.schema_version, "schemaVersion");
+  } else if (key == "baseTimeNanoseconds") {
+    get_i64(v, meta_.base_time_ns, "baseTimeNanoseconds");
+  } else if (key == "Framework") {
+    std::string_view s;
+    if (get_str(v, s, tmp_buf_)) meta_.lightning = s == "pytorch-lightning";
+  }
+  return SUCCESS;
+}
+
+/// Parses a small object holding top-level keys (the text before or after traceEvents).
+bool reader::parse_top_doc(const std::string& text) {
+  od::parser parser;
+  const simdjson::padded_string padded(text);
+  od::document doc;
+  if (parser.iterate(padded).get(doc) != SUCCESS) return false;
+  od::object obj;
+  if (doc.get_object().get(obj) != SUCCESS) return false;
+  const char* saved_end = end_;
+  end_ = padded.data() + padded.size() + padding;
+  bool ok = true;
+  for (auto fr : obj) {
+    od::field f;
+    if (std::move(fr).get(f) != SUCCESS) {
+      ok = false;
+      break;
+    }
+    const std::string_view key = key_of(f.key());
+    if (key != "traceEvents" && read_top_field(key, f.value()) != SUCCESS) {
+      ok = false;
+      break;
+    }
+  }
+  end_ = saved_end;
+  const char* loc = nullptr;
+  return ok && doc.current_location().get(loc) == simdjson::OUT_OF_BOUNDS;
+}
+
+// --- drivers ------------------------------------------------------------------------------
+
+void reader::fail(failure& f, error_code e, od::document* doc, const char* region_begin) {
+  f.code = e;
+  f.event_index = in_events_ ? event_index_ : -1;
+  const char* loc = nullptr;
+  if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING) {
+    f.offset = size_;  // the text ended too early
+  } else if (doc != nullptr && doc->current_location().get(loc) == SUCCESS && loc >= base_ &&
+             loc <= base_ + size_) {
+    f.offset = static_cast<std::uint64_t>(loc - base_);
+  } else {
+    f.offset = region_begin != nullptr ? static_cast<std::uint64_t>(region_begin - base_) : 0;
+  }
+}
+
+bool reader::run_whole(failure& f) {
+  bool unused = false;
+  if (!need(size_)) return input_short(f, unused);
+  std::size_t start = 0;
+  if (size_ >= 3 && std::memcmp(base_, "\xEF\xBB\xBF", 3) == 0) start = 3;  // UTF-8 BOM
+  od::document doc;
+  if (auto e = parser_.iterate(base_ + start, size_ - start, alloc_ - start).get(doc)) {
+    fail(f, e, nullptr, nullptr);
+    return false;
+  }
+  od::json_type type;
+  if (auto e = doc.type().get(type)) {
+    fail(f, e, &doc, base_ + start);
+    f.reason = "not JSON (the text does not start with a JSON value)";
+    return false;
+  }
+  if (type == od::json_type::array) {
+    legacy_ = true;
+    od::array arr;
+    if (auto e = doc.get_array().get(arr)) {
+      fail(f, e, &doc, base_);
+      return false;
+    }
+    if (auto e = read_events(arr)) {
+      fail(f, e, &doc, base_);
+      return false;
+    }
+  } else if (type == od::json_type::object) {
+    od::object obj;
+    if (auto e = doc.get_object().get(obj)) {
+      fail(f, e, &doc, base_);
+      return false;
+    }
+    bool saw_events = false;
+    for (auto fr : obj) {
+      od::field fld;
+      if (auto e = std::move(fr).get(fld)) {
+        fail(f, e, &doc, base_);
+        return false;
+      }
+      const std::string_view key = key_of(fld.key());
+      od::value& v = fld.value();
+      error_code e = SUCCESS;
+      if (key == "traceEvents") {
+        od::array arr;
+        if (v.get_array().get(arr) != SUCCESS) {
+          fail(f, SUCCESS, &doc, base_);
+          f.reason = "\"traceEvents\" is not an array";
+          return false;
+        }
+        saw_events = true;
+        e = read_events(arr);
+      } else {
+        e = read_top_field(key, v);
+      }
+      if (e) {
+        fail(f, e, &doc, base_);
+        return false;
+      }
+    }
+    if (!saw_events) {
+      f.reason = "the top-level object has no \"traceEvents\" array";
+      return false;
+    }
+  } else {
+    static constexpr const char* names[] = {"", "array", "object", "number", "string", "boolean", "null"};
+    const auto t = static_cast<std::size_t>(type);
+    f.reason = std::string("the top-level JSON value is a ") + (t < 7 ? names[t] : "scalar") +
+               "; expected an object with \"traceEvents\" or an array of events";
+    return false;
+  }
+  const char* loc = nullptr;
+  if (auto e = doc.current_location().get(loc); e != simdjson::OUT_OF_BOUNDS) {
+    fail(f, simdjson::TAPE_ERROR, &doc, base_);
+    f.reason = "unexpected text after the JSON value";
+    return false;
+  }
+  return true;
+}
+
+/// The ',' of the next `}` <ws> `,` <ws> `{` at or after `from` (a likely event boundary).
+std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
+  while (from < limit) {
+    const std::size_t chunk_end = std::min(limit, from + (std::size_t{1} << 20));
+    const std::size_t look_end = std::min(limit, chunk_end + 4096);  // whitespace lookahead
+    if (!need(look_end)) return npos;
+    const auto* q = static_cast<const char*>(std::memchr(base_ + from, '}', chunk_end - from));
+    if (q == nullptr) {
+      from = chunk_end;
+      continue;
+    }
+    std::size_t i = static_cast<std::size_t>(q - base_) + 1;
+    while (i < look_end && is_space(base_[i])) ++i;
+    if (i < look_end && base_[i] == ',') {
+      std::size_t j = i + 1;
+      while (j < look_end && is_space(base_[j])) ++j;
+      if (j < look_end && base_[j] == '{') return i;
+    }
+    from = static_cast<std::size_t>(q - base_) + 1;
+  }
+  return npos;
+}
+
+/// The ']' closing traceEvents, found from the end by parsing the text after it as the rest of
+/// the top-level object; npos when that fails (the text is truncated or unusual).
+std::size_t reader::find_tail(std::size_t events_begin) {
+  std::size_t j = size_;
+  while (j > 0 && (is_space(base_[j - 1]) || base_[j - 1] == '\0')) --j;
+  if (j == 0 || base_[j - 1] != '}') return npos;
+  std::size_t q = j - 1;
+  for (int tries = 0; tries < 64; ++tries) {
+    const void* r = ::memrchr(base_ + events_begin, ']', q - events_begin);
+    if (r == nullptr) return npos;
+    q = static_cast<std::size_t>(static_cast<const char*>(r) - base_);
+    if (j - q > (std::size_t{64} << 20)) return npos;
+    std::size_t k = q + 1;
+    while (k < j && is_space(base_[k])) ++k;
+    if (base_[k] != '}' && base_[k] != ',') continue;
+    const snapshot s = take_snapshot();
+    const top_meta saved = meta_;
+    if (parse_top_doc("{\"traceEvents\":[]" + std::string(base_ + q + 1, j - q - 1))) return q;
+    meta_ = saved;
+    restore(s);
+  }
+  return npos;
+}
+
+error_code reader::parse_window(std::size_t begin, std::size_t end, failure& f) {
+  od::document doc;
+  const char* p = base_ + begin;
+  if (auto e = parser_.iterate(p, end - begin + 1, alloc_ - begin).get(doc)) {
+    fail(f, e, nullptr, p);
+    return e;
+  }
+  od::array arr;
+  error_code e = doc.get_array().get(arr);
+  if (!e) e = read_events(arr);
+  const char* loc = nullptr;
+  if (!e && doc.current_location().get(loc) != simdjson::OUT_OF_BOUNDS) e = simdjson::TAPE_ERROR;
+  if (e) fail(f, e, &doc, p);
+  in_events_ = false;
+  return e;
+}
+
+/// Parses the window [pos, end] (see run_windows); false when it is not valid JSON.
+error_code reader::try_window(std::size_t pos, std::size_t end, bool last, std::vector<std::size_t>& edits,
+                              failure& f) {
+  if (!last) {
+    base_[end] = ']';
+    edits.push_back(end);
+  }
+  if (!need(std::min(size_, end + 1 + padding))) return simdjson::IO_ERROR;
+  return parse_window(pos, end, f);
+}
+
+bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
+  // 1. The start: '[' (legacy bare array) or the object's keys up to "traceEvents": [.
+  const std::size_t head = std::min(size_, std::size_t{4} << 20);
+  if (!need(head)) return input_short(f, final_error);
+  std::size_t i = 0;
+  if (size_ >= 3 && std::memcmp(base_, "\xEF\xBB\xBF", 3) == 0) i = 3;
+  while (i < head && is_space(base_[i])) ++i;
+  if (i >= head) return false;
+  std::size_t events_begin = 0;
+  if (base_[i] == '[') {
+    legacy_ = true;
+    events_begin = i;
+  } else if (base_[i] == '{') {
+    const std::string_view key = "\"traceEvents\"";
+    const void* found = ::memmem(base_ + i, head - i, key.data(), key.size());
+    if (found == nullptr && head < size_) {
+      if (!need(size_)) return input_short(f, final_error);
+      found = ::memmem(base_ + i, size_ - i, key.data(), key.size());
+    }
+    if (found == nullptr) return false;
+    const std::size_t key_pos = static_cast<std::size_t>(static_cast<const char*>(found) - base_);
+    const std::size_t near = std::min(size_, key_pos + (std::size_t{64} << 10));
+    if (!need(near)) return input_short(f, final_error);
+    std::size_t k = key_pos + key.size();
+    while (k < near && is_space(base_[k])) ++k;
+    if (k >= near || base_[k] != ':') return false;
+    ++k;
+    while (k < near && is_space(base_[k])) ++k;
+    if (k >= near || base_[k] != '[') return false;
+    events_begin = k;
+    if (!parse_top_doc(std::string(base_ + i, key_pos - i) + "\"traceEvents\":[]}")) return false;
+  } else {
+    return false;
+  }
+  // Windows [pos, end]: base_[pos] is '[' (the real one, or a ',' we overwrote), base_[end] is
+  // the real closing ']' or a ',' overwritten with ']'. Undo the edits if we give up.
+  std::vector<std::size_t> edits;
+  auto undo = [&] {
+    for (std::size_t e : edits) base_[e] = ',';
+  };
+  std::size_t pos = events_begin;
+  // 2. While far from the end, windows need only the bytes up to their end (the text may still
+  // be arriving, see text_feed). A failure here only ends this phase: the window may have run
+  // past the end of traceEvents, which phase 3 locates.
+  constexpr std::size_t end_margin = std::size_t{1} << 20;
+  while (pos + window + end_margin < size_) {
+    const std::size_t end = find_separator(pos + window, size_ - end_margin);
+    if (end == npos) break;
+    const snapshot s = take_snapshot();
+    const error_code e = try_window(pos, end, false, edits, f);
+    if (e) {
+      restore(s);
+      base_[end] = ',';
+      edits.pop_back();
+      if (e == simdjson::UTF8_ERROR || e == simdjson::UNESCAPED_CHARS) {
+        undo();
+        final_error = true;
+        return false;
+      }
+      f = failure{};
+      break;
+    }
+    base_[end] = '[';
+    pos = end;
+  }
+  // 3. The end of traceEvents, from the end of the text.
+  if (!need(size_)) return input_short(f, final_error);
+  std::size_t events_end = npos;
+  bool truncated = false;
+  if (legacy_) {
+    std::size_t j = size_;
+    while (j > events_begin + 1 && is_space(base_[j - 1])) --j;
+    if (base_[j - 1] == ']') events_end = j - 1;
+    else truncated = true;
+  } else {
+    events_end = find_tail(pos);
+    if (events_end == npos) {
+      std::size_t j = size_;
+      while (j > 0 && is_space(base_[j - 1])) --j;
+      if (base_[j - 1] == '}') {  // complete but unusual: let the whole parse decide
+        undo();
+        return false;
+      }
+      truncated = true;
+    }
+  }
+  const std::size_t limit = events_end != npos ? events_end : size_;
+  for (;;) {
+    std::size_t end = npos;
+    bool last = false;
+    if (pos + window < limit) end = find_separator(pos + window, limit);
+    if (end == npos) {
+      if (truncated) {
+        f = failure{simdjson::INCOMPLETE_ARRAY_OR_OBJECT, {}, size_, event_index_};
+        undo();
+        final_error = true;
+        return false;
+      }
+      end = events_end;
+      last = true;
+    }
+    const snapshot s = take_snapshot();
+    for (int tries = 0;; ++tries) {
+      const error_code e = try_window(pos, end, last, edits, f);
+      if (!e) break;
+      restore(s);
+      if (!last) {
+        base_[end] = ',';
+        edits.pop_back();
+      }
+      if (e == simdjson::IO_ERROR) {
+        undo();
+        return input_short(f, final_error);
+      }
+      if (e == simdjson::UTF8_ERROR || e == simdjson::UNESCAPED_CHARS) final_error = true;
+      if (final_error || last || tries >= 8) {
+        undo();
+        return false;
+      }
+      // Maybe the separator was inside a string or a nested value: extend the window.
+      const std::size_t next = find_separator(end + 1, limit);
+      if (next == npos) {
+        if (truncated) {
+          f = failure{simdjson::INCOMPLETE_ARRAY_OR_OBJECT, {}, size_, event_index_};
+          undo();
+          final_error = true;
+          return false;
+        }
+        end = events_end;
+        last = true;
+      } else {
+        end = next;
+      }
+    }
+    if (last) break;
+    base_[end] = '[';
+    pos = end;
+  }
+  return true;
+}
+
+void reader::finish() {
+  sort_events_by_ts(m_.events);
+  for (const cat_entry& c : cats_) m_.diagnostics.events_by_category[c.text] += c.count;
+  m_.devices = std::move(meta_.devices);
+  m_.distributed = std::move(meta_.distributed);
+  m_.schema_version = meta_.schema_version;
+  m_.base_time_ns = meta_.base_time_ns;
+  m_.lightning = meta_.lightning;
+  m_.legacy_array = legacy_;
+  if (has_rwe_ && has_iter_ && rwe_ts_ - iter_ts_ > 86400000.0) {
+    m_.record_window_end_dropped = true;
+    in_events_ = false;
+    warn("Record Window End more than 86.4 s after Iteration Start (dropped, as the plugin does)");
+  }
+}
+
+static std::size_t events_estimate(std::size_t text_size) { return text_size / 160 + 16; }
+
+static load_result error_result(const std::string& name, std::string reason, std::uint64_t offset = 0) {
+  load_result out;
+  out.error = load_error{name, offset, -1, std::move(reason)};
+  return out;
+}
+
+/// Parses `text` (still arriving when `feed` is given), repairing and retrying as needed.
+static load_result parse_text(text_buffer& text, const std::string& name, const load_options& options,
+                              std::vector<std::string> pre_warnings, text_feed* feed = nullptr) {
+  bool fixed_utf8 = false, fixed_ctrl = false, fixed_na = false;
+  for (;;) {
+    trace_model model;
+    try {  // only address space (pages are touched as events arrive); skip it if refused
+      model.events.reserve(events_estimate(text.size()));
+    } catch (const std::bad_alloc&) {
+    }
+    failure f;
+    reader r(model, text.data(), text.size(), text.alloc_size(), feed);
+    const bool ok = r.run(options.window_bytes, f);
+    if (feed != nullptr) {
+      feed->join();
+      if (!feed->error().empty()) return error_result(name, feed->error(), feed->delivered());
+      if (feed->delivered() < text.size()) {
+        return error_result(name, "the file became shorter while it was read", feed->delivered());
+      }
+      if (!feed->warning().empty()) pre_warnings.push_back(feed->warning());
+      feed = nullptr;
+    }
+    if (ok) {
+      text.release();  // before the sort: peak memory = text + model
+      // The event table was reserved from the text size; give back a generous overshoot.
+      if (model.events.capacity() > model.events.size() + model.events.size() / 4) model.events.shrink_to_fit();
+      r.finish();
+      for (const std::string& w : pre_warnings) {
+        ++model.diagnostics.warnings[w];
+        model.diagnostics.messages.insert(model.diagnostics.messages.begin(), "file: " + w);
+      }
+      if (model.diagnostics.messages.size() > 20) model.diagnostics.messages.resize(20);
+      load_result out;
+      out.model = std::move(model);
+      return out;
+    }
+    if (f.code == simdjson::UTF8_ERROR && !fixed_utf8) {
+      fixed_utf8 = true;
+      if (repair_utf8(text.data(), text.size()) > 0) {
+        pre_warnings.emplace_back("invalid UTF-8 bytes replaced with '?'");
+        continue;
+      }
+    }
+    if (f.code == simdjson::UNESCAPED_CHARS && !fixed_ctrl) {
+      fixed_ctrl = true;
+      if (repair_control_chars(text.data(), text.size()) > 0) {
+        pre_warnings.emplace_back("raw control characters inside strings replaced with spaces");
+        continue;
+      }
+    }
+    if (!fixed_na) {
+      fixed_na = true;
+      text_buffer quoted;
+      if (repair_bare_na(text.data(), text.size(), quoted) > 0) {
+        text.swap(quoted);
+        pre_warnings.emplace_back("bare N/A tokens quoted");
+        continue;
+      }
+    }
+    load_error err;
+    err.file = name;
+    err.byte_offset = f.offset;
+    err.event_index = f.event_index;
+    err.reason = !f.reason.empty() ? f.reason : reason_for(f.code);
+    load_result out;
+    out.error = std::move(err);
+    return out;
+  }
+}
+
+/// Texts at least this big are parsed while they are still being read or inflated.
+constexpr std::size_t async_min_bytes = std::size_t{16} << 20;
+
+static load_result load_text(text_buffer& raw, const std::string& name, const load_options& options) {
+  std::vector<std::string> warnings;
+  if (raw.size() == 0) return error_result(name, "empty file");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+  if (is_gzip(bytes, raw.size())) {
+    const std::size_t isize = gzip_isize(bytes, raw.size());
+    if (isize >= async_min_bytes && isize >= raw.size()) {  // inflate on a thread while parsing
+      text_buffer text;
+      if (text.reserve(isize)) {
+        text.set_size(isize);
+        text.seal();
+        text_feed feed;
+        fixed_output out{text.data(), isize, 0, &feed};
+        const std::size_t n = raw.size();
+        feed.start([bytes, n, out](text_feed& f) mutable {
+          const gzip_status st = gunzip(bytes, n, out);
+          if (st.ok && st.trailing_garbage) f.set_warning("trailing bytes after the gzip stream ignored");
+          f.finish(st.ok ? std::string() : st.reason);
+        });
+        load_result r = parse_text(text, name, options, {}, &feed);
+        if (r.ok() || r.error->reason != gzip_grew) return r;
+        // Concatenated members (ISIZE is only the last one's): inflate the usual way.
+      }
+    }
+    text_buffer text;
+    const gzip_status st = gunzip(bytes, raw.size(), text);
+    if (!st.ok) return error_result(name, st.reason, st.offset);
+    if (st.trailing_garbage) warnings.emplace_back("trailing bytes after the gzip stream ignored");
+    raw.release();
+    if (text.size() == 0) return error_result(name, "empty file (after gunzip)");
+    text.seal();
+    return parse_text(text, name, options, std::move(warnings));
+  }
+  raw.seal();
+  return parse_text(raw, name, options, std::move(warnings));
+}
+
+/// Big plain files: read on a thread while the parser works on what has arrived. nullopt when
+/// the file is small, gzip or not a regular file (then it is read first, then parsed).
+static std::optional<load_result> load_plain_async(const std::string& path, const load_options& options) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat sb {};
+  unsigned char magic[2] = {0, 0};
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || static_cast<std::size_t>(sb.st_size) < async_min_bytes ||
+      ::pread(fd, magic, 2, 0) != 2 || is_gzip(magic, 2)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const auto size = static_cast<std::size_t>(sb.st_size);
+  text_buffer text;
+  if (!text.reserve(size)) {
+    ::close(fd);
+    return error_result(path, "out of memory reading file");
+  }
+  text.set_size(size);
+  text.seal();
+  text_feed feed;
+  char* dst = text.data();
+  feed.start([fd, dst, size](text_feed& f) {
+    std::size_t done = 0;
+    std::string error;
+    while (done < size) {
+      const std::size_t want = std::min<std::size_t>(size - done, std::size_t{4} << 20);
+      const ssize_t got = ::pread(fd, dst + done, want, static_cast<off_t>(done));
+      if (got < 0) {
+        if (errno == EINTR) continue;
+        error = std::string("read error: ") + std::strerror(errno);
+        break;
+      }
+      if (got == 0) break;  // the file shrank
+      done += static_cast<std::size_t>(got);
+      f.publish(done);
+    }
+    ::close(fd);
+    f.finish(std::move(error));
+  });
+  return parse_text(text, path, options, {}, &feed);
+}
+
+}  // namespace detail
+
+using detail::error_result;
+using detail::gunzip;
+using detail::gzip_status;
+using detail::is_gzip;
+using detail::load_text;
+using detail::read_file;
+using detail::text_buffer;
+
+load_result load_trace(const std::string& path, const load_options& options) {
+  try {
+    if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
+    text_buffer raw;
+    const std::string why = read_file(path, raw, static_cast<std::size_t>(-1));
+    if (!why.empty()) return error_result(path, why);
+    return load_text(raw, path, options);
+  } catch (const std::exception& e) {
+    return error_result(path, std::string("internal error: ") + e.what());
+  }
+}
+
+load_result load_trace_buffer(std::string_view bytes, const std::string& name, const load_options& options) {
+  try {
+    text_buffer raw;
+    if (!raw.reserve(bytes.size())) return error_result(name, "out of memory");
+    if (!bytes.empty()) std::memcpy(raw.data(), bytes.data(), bytes.size());
+    raw.set_size(bytes.size());
+    return load_text(raw, name, options);
+  } catch (const std::exception& e) {
+    return error_result(name, std::string("internal error: ") + e.what());
+  }
+}
+
+std::optional<std::string> read_text_head(const std::string& path, std::size_t max_bytes) {
+  try {
+    text_buffer raw;
+    if (!read_file(path, raw, std::max<std::size_t>(max_bytes, 1 << 16)).empty()) return std::nullopt;
+    const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+    if (!is_gzip(bytes, raw.size())) return std::string(raw.data(), std::min(raw.size(), max_bytes));
+    text_buffer text;
+    const gzip_status st = gunzip(bytes, raw.size(), text, max_bytes);
+    if (!st.ok && text.size() == 0) return std::nullopt;
+    return std::string(text.data(), std::min(text.size(), max_bytes));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace kinetoscope::analysis
