@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analysis/loader.hpp"
+#include "analysis/op_tree.hpp"
+#include "analysis/operator_view.hpp"
+#include "op_tree_golden.hpp"
+#include "op_tree_test_builder.hpp"
+
+using namespace kinetoscope::analysis;
+using kinetoscope::analysis::testing::model_builder;
+
+namespace {
+
+const operator_row* row_named(const std::vector<operator_row>& rows, std::string_view name,
+                              std::string_view shape = {}) {
+  for (const auto& r : rows)
+    if (r.name == name && (shape.empty() || r.input_shape == shape)) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("operator_view: Python list text of input dims") {
+  CHECK(python_list_text("") == "[]");
+  CHECK(python_list_text("[]") == "[]");
+  CHECK(python_list_text("[[32,256,14,14],[1024,256,1,1],[],[]]") == "[[32, 256, 14, 14], [1024, 256, 1, 1], [], []]");
+  CHECK(python_list_text("[ [1, 2] ,[ ] ]") == "[[1, 2], []]");
+  CHECK(python_list_text("[1.0,2.5,1e-05,-3]") == "[1.0, 2.5, 1e-05, -3]");
+  CHECK(python_list_text("[\"float\",\"it's\",null,true,false]") == "['float', \"it's\", None, True, False]");
+  CHECK(python_list_text("{\"a\":[1]}") == "{'a': [1]}");
+  CHECK(python_list_text("[1e16,123456.0,0.0001]") == "[1e+16, 123456.0, 0.0001]");
+}
+
+TEST_CASE("operator_view: aggregation, Python rounding and ordering") {
+  model_builder b;
+  b.host("aten::mm", 0, 10.5, 1, 1, event_type::op, "[[2,3],[3,4]]", "a.py(1): f")  // host 10.5
+      .runtime(1, 1, 1, 1, 10)
+      .kernel("volta_h884gemm", 100, 2.5, 10)
+      .kernel("plain", 110, 5, 10)
+      .host("aten::mm", 20, 2.5, 1, 2, event_type::op, "[[2,3],[3,4]]")  // host 2.5: total 13
+      .host("aten::mm", 30, 1, 1, 3, event_type::op, "[[5],[5]]", "b.py(2): g")
+      .host("aten::add", 40, 3.5, 1, 4, event_type::op, "[[1],[1]]")
+      .runtime(41, 0.5, 1, 4, 11)
+      .kernel("add_kernel", 120, 20, 11);
+  auto m = b.build();
+  auto t = build_op_tree(m);
+  REQUIRE(operator_view_has_device_columns(m, t));
+
+  auto rows = operators_by_name(m, t);
+  REQUIRE(rows.size() == 2);
+  // Ordered by unrounded device self, descending: add (20) before mm (7.5).
+  CHECK(rows[0].name == "aten::add");
+  CHECK(rows[1].name == "aten::mm");
+  const auto& mm = rows[1];
+  CHECK(mm.calls == 3);
+  CHECK(mm.host_total_us == 14);  // round(10.5 + 2.5 + 1) = round(14.0)
+  CHECK(mm.host_self_us == 13);   // 9.5 + 2.5 + 1 = 13.0
+  CHECK(mm.device_self_us == 8);  // round(7.5) = 8 (ties to even)
+  CHECK(mm.device_total_us == 8);
+  CHECK(mm.tc_eligible);
+  CHECK(mm.tc_self_pct == doctest::Approx(33.33));  // round(100 * 2.5 / 7.5, 2)
+  CHECK(mm.tc_total_pct == doctest::Approx(33.33));
+  CHECK(mm.has_call_stack);
+  CHECK(mm.call_stacks == std::vector<std::string>{"a.py(1): f", "b.py(2): g"});
+  const auto& add = rows[0];
+  CHECK(add.host_self_us == 3);   // 3.5 - 0.5 = 3.0
+  CHECK(add.host_total_us == 4);  // round(3.5) = 4
+  CHECK(add.device_self_us == 20);
+  CHECK(add.tc_self_pct == 0);
+  CHECK_FALSE(add.has_call_stack);
+
+  auto by_shape = operators_by_name_and_input_shape(m, t);
+  REQUIRE(by_shape.size() == 3);
+  const auto* mm23 = row_named(by_shape, "aten::mm", "[[2, 3], [3, 4]]");
+  REQUIRE(mm23 != nullptr);
+  CHECK(mm23->calls == 2);
+  CHECK(mm23->host_total_us == 13);
+  CHECK(mm23->host_self_us == 12);  // round(9.5 + 2.5) = 12
+  const auto* mm5 = row_named(by_shape, "aten::mm", "[[5], [5]]");
+  REQUIRE(mm5 != nullptr);
+  CHECK(mm5->device_self_us == 0);
+  CHECK(mm5->tc_self_pct == 0);
+
+  // Without device columns, rows are ordered by host self.
+  auto host_rows = operators_by_name(m, t, false);
+  CHECK(host_rows[0].name == "aten::mm");
+
+  // Call-stack drill-down.
+  auto stacks = operator_stack_rows(m, t, "aten::mm", std::nullopt);
+  REQUIRE(stacks.size() == 2);
+  CHECK(stacks[0].call_stack == "a.py(1): f");
+  CHECK(stacks[0].calls == 1);
+  CHECK(stacks[0].device_self_us == 8);
+  CHECK(stacks[1].call_stack == "b.py(2): g");
+  auto stacks_shape = operator_stack_rows(m, t, "aten::mm", std::string_view("[[5], [5]]"));
+  REQUIRE(stacks_shape.size() == 1);
+  CHECK(stacks_shape[0].call_stack == "b.py(2): g");
+
+  auto pies = operator_pies_by_name(m, t);
+  REQUIRE(pies.device_self.size() == 2);
+  CHECK(pies.device_self[0].first == "aten::add");
+  CHECK(pies.device_self[1].second == doctest::Approx(7.5));
+  CHECK(pies.host_total.size() == 2);
+  CHECK(pies.host_total[0].first == "aten::mm");
+}
+
+TEST_CASE("operator_view: tc_eligible of the group is the first instance's") {
+  model_builder b;
+  b.host("my_op", 0, 10, 1, 1)  // not eligible
+      .host("my_op", 20, 10, 1, 2)
+      .host("aten::mm", 21, 2, 1, 3);  // makes the second my_op eligible
+  auto m = b.build();
+  auto t = build_op_tree(m);
+  auto rows = operators_by_name(m, t);
+  const auto* r = row_named(rows, "my_op");
+  REQUIRE(r != nullptr);
+  CHECK_FALSE(r->tc_eligible);
+  // Runtime-only profile: no device columns.
+  CHECK_FALSE(operator_view_has_device_columns(m, t));
+}
+
+TEST_CASE("operator_view: golden tables equal torch-tb-profiler's") {
+  using namespace kinetoscope::analysis::testing;
+  auto cases = golden_cases();
+  if (std::getenv("KINETOSCOPE_SHARED") != nullptr) REQUIRE_FALSE(cases.empty());
+  if (cases.empty()) {
+    MESSAGE("KINETOSCOPE_SHARED not set: golden operator tables skipped");
+    return;
+  }
+  for (const auto& c : cases) {
+    CAPTURE(c.run);
+    CAPTURE(c.file);
+    auto loaded = load_trace(c.trace.string());
+    REQUIRE_MESSAGE(loaded.ok(), (loaded.error ? loaded.error->message() : std::string()));
+    const trace_model& m = *loaded.model;
+    auto trees = build_op_tree(m);
+    const bool device_columns = operator_view_has_device_columns(m, trees);
+    const auto& ops = c.expected.at("operators");
+
+    golden_compare by_name("operators.by_name");
+    auto rows = operators_by_name(m, trees, device_columns);
+    std::map<std::string, const operator_row*> index;
+    for (const auto& r : rows) index[r.name] = &r;
+    by_name.count(ops.at("by_name").size(), rows.size());
+    for (const auto& want : ops.at("by_name")) {
+      const std::string key = want.at("name").get<std::string>();
+      auto it = index.find(key);
+      if (it == index.end()) {
+        by_name.missing(short_key(key));
+        continue;
+      }
+      const operator_row& got = *it->second;
+      by_name.exact_int(key, "calls", want, got.calls);
+      by_name.time(key, "host_self_us", want, got.host_self_us);
+      by_name.time(key, "host_total_us", want, got.host_total_us);
+      by_name.time(key, "device_self_us", want, got.device_self_us);
+      by_name.time(key, "device_total_us", want, got.device_total_us);
+      by_name.exact_bool(key, "tc_eligible", want, got.tc_eligible);
+      by_name.pct(key, "tc_self_pct", want, got.tc_self_pct);
+      by_name.pct(key, "tc_total_pct", want, got.tc_total_pct);
+    }
+    for (const auto& line : by_name.mismatches()) FAIL_CHECK(line);
+
+    golden_compare by_shape("operators.by_name_and_input_shape");
+    auto shape_rows = operators_by_name_and_input_shape(m, trees, device_columns);
+    std::map<std::string, const operator_row*> shape_index;
+    for (const auto& r : shape_rows) shape_index[r.name + "###" + r.input_shape] = &r;
+    by_shape.count(ops.at("by_name_and_input_shape").size(), shape_rows.size());
+    for (const auto& want : ops.at("by_name_and_input_shape")) {
+      const std::string key = want.at("name").get<std::string>() + "###" + want.at("input_shape").get<std::string>();
+      auto it = shape_index.find(key);
+      if (it == shape_index.end()) {
+        by_shape.missing(short_key(key));
+        continue;
+      }
+      const operator_row& got = *it->second;
+      by_shape.exact_int(key, "calls", want, got.calls);
+      by_shape.time(key, "host_self_us", want, got.host_self_us);
+      by_shape.time(key, "host_total_us", want, got.host_total_us);
+      by_shape.time(key, "device_self_us", want, got.device_self_us);
+      by_shape.time(key, "device_total_us", want, got.device_total_us);
+      by_shape.exact_bool(key, "tc_eligible", want, got.tc_eligible);
+      by_shape.pct(key, "tc_self_pct", want, got.tc_self_pct);
+      by_shape.pct(key, "tc_total_pct", want, got.tc_total_pct);
+    }
+    for (const auto& line : by_shape.mismatches()) FAIL_CHECK(line);
+    CHECK(by_name.mismatches().empty());
+    CHECK(by_shape.mismatches().empty());
+  }
+}

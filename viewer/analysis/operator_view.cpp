@@ -1,0 +1,346 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Operator view (spec viewer-analysis §6).
+
+#include "analysis/operator_view.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <unordered_map>
+
+#include "analysis/py_round.hpp"
+
+namespace kinetoscope::analysis {
+
+namespace {
+
+// Python repr() of a double (shortest round-trip digits; fixed for 1e-4 <= |x| < 1e16).
+std::string python_float_repr(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  bool neg = !sci.empty() && sci[0] == '-';
+  if (neg) sci.erase(0, 1);
+  auto epos = sci.find('e');
+  std::string mant = sci.substr(0, epos);
+  int exp = std::atoi(sci.c_str() + epos + 1);
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits.push_back(c);
+  std::string out;
+  if (exp >= -4 && exp < 16) {
+    if (exp < 0) {
+      out = "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
+    } else {
+      auto point = static_cast<std::size_t>(exp) + 1;
+      if (digits.size() <= point) {
+        out = digits + std::string(point - digits.size(), '0') + ".0";
+      } else {
+        out = digits.substr(0, point) + "." + digits.substr(point);
+      }
+    }
+  } else {
+    out = digits.substr(0, 1);
+    if (digits.size() > 1) out += "." + digits.substr(1);
+    char e[16];
+    std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+    out += e;
+  }
+  return neg ? "-" + out : out;
+}
+
+class py_text {
+ public:
+  explicit py_text(std::string_view s) : s_(s) {}
+  bool convert(std::string& out) {
+    skip();
+    if (!value(out, 0)) return false;
+    skip();
+    return i_ == s_.size();
+  }
+
+ private:
+  void skip() {
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+  }
+  bool value(std::string& out, int depth) {
+    if (depth > 256 || i_ >= s_.size()) return false;
+    char c = s_[i_];
+    if (c == '[' || c == '{') {
+      const bool obj = c == '{';
+      const char close = obj ? '}' : ']';
+      out.push_back(c);
+      ++i_;
+      skip();
+      if (i_ < s_.size() && s_[i_] == close) {
+        ++i_;
+        out.push_back(close);
+        return true;
+      }
+      for (;;) {
+        if (obj) {
+          skip();
+          if (!value(out, depth + 1)) return false;
+          skip();
+          if (i_ >= s_.size() || s_[i_] != ':') return false;
+          ++i_;
+          out += ": ";
+          skip();
+        }
+        if (!value(out, depth + 1)) return false;
+        skip();
+        if (i_ >= s_.size()) return false;
+        if (s_[i_] == ',') {
+          ++i_;
+          out += ", ";
+          skip();
+          continue;
+        }
+        if (s_[i_] != close) return false;
+        ++i_;
+        out.push_back(close);
+        return true;
+      }
+    }
+    if (c == '"') return string(out);
+    if (s_.substr(i_, 4) == "true") {
+      i_ += 4;
+      out += "True";
+      return true;
+    }
+    if (s_.substr(i_, 5) == "false") {
+      i_ += 5;
+      out += "False";
+      return true;
+    }
+    if (s_.substr(i_, 4) == "null") {
+      i_ += 4;
+      out += "None";
+      return true;
+    }
+    return number(out);
+  }
+  bool number(std::string& out) {
+    std::size_t b = i_;
+    bool is_float = false;
+    while (i_ < s_.size()) {
+      char c = s_[i_];
+      if (c == '.' || c == 'e' || c == 'E') is_float = true;
+      if (!(std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'))
+        break;
+      ++i_;
+    }
+    if (i_ == b) return false;
+    std::string_view tok = s_.substr(b, i_ - b);
+    if (!is_float) {
+      out += tok;
+      return true;
+    }
+    std::string t(tok);
+    out += python_float_repr(std::strtod(t.c_str(), nullptr));
+    return true;
+  }
+  bool string(std::string& out) {
+    ++i_;
+    std::string raw;
+    while (i_ < s_.size() && s_[i_] != '"') {
+      if (s_[i_] == '\\' && i_ + 1 < s_.size()) {
+        char e = s_[i_ + 1];
+        i_ += 2;
+        switch (e) {
+          case 'n': raw.push_back('\n'); break;
+          case 't': raw.push_back('\t'); break;
+          case 'r': raw.push_back('\r'); break;
+          case 'b': raw.push_back('\b'); break;
+          case 'f': raw.push_back('\f'); break;
+          case 'u': raw += "\\u"; break;  // kept escaped (rare in shapes/types)
+          default: raw.push_back(e); break;
+        }
+        continue;
+      }
+      raw.push_back(s_[i_++]);
+    }
+    if (i_ >= s_.size()) return false;
+    ++i_;
+    const bool has_single = raw.find('\'') != std::string::npos;
+    const bool has_double = raw.find('"') != std::string::npos;
+    const char q = has_single && !has_double ? '"' : '\'';
+    out.push_back(q);
+    for (char c : raw) {
+      if (c == '\\') out += "\\\\";
+      else if (c == q) { out.push_back('\\'); out.push_back(c); }
+      else if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (c == '\r') out += "\\r";
+      else out.push_back(c);
+    }
+    out.push_back(q);
+    return true;
+  }
+
+  std::string_view s_;
+  std::size_t i_ = 0;
+};
+
+std::string shape_text(const trace_model& m, const op_node& n) {
+  if (n.event == no_index) return "[]";
+  const event& e = m.events[n.event];
+  if (e.extra == no_index || e.extra >= m.ops.size()) return "[]";
+  std::uint32_t id = m.ops[e.extra].input_dims;
+  if (id == 0) return "[]";
+  return python_list_text(m.str(id));
+}
+
+std::optional<std::string_view> call_stack_of(const trace_model& m, const op_node& n) {
+  if (n.event == no_index) return std::nullopt;
+  const event& e = m.events[n.event];
+  if (e.extra == no_index || e.extra >= m.ops.size()) return std::nullopt;
+  std::uint32_t id = m.ops[e.extra].call_stack;
+  if (id == 0) return std::nullopt;
+  return m.str(id);
+}
+
+enum class grouping { name, name_shape, name_stack, name_shape_stack };
+
+std::vector<operator_group> aggregate(const trace_model& m, const op_trees& t, grouping g) {
+  std::vector<operator_group> groups;
+  std::unordered_map<std::string, std::size_t> index;
+  std::string key;
+  for (auto i : t.operators) {
+    const op_node& n = t.nodes[i];
+    key.assign(n.name);
+    std::string shape;
+    if (g == grouping::name_shape || g == grouping::name_shape_stack) {
+      shape = shape_text(m, n);
+      key += "###";
+      key += shape;
+    }
+    auto stack = call_stack_of(m, n);
+    if (g == grouping::name_stack || g == grouping::name_shape_stack) {
+      key += "###";
+      key += stack ? std::string(*stack) : std::string("None");
+    }
+    auto [it, inserted] = index.emplace(key, groups.size());
+    if (inserted) {
+      operator_group grp;
+      grp.name = std::string(n.name);
+      grp.input_shape = shape;
+      if (g == grouping::name_stack || g == grouping::name_shape_stack) {
+        if (stack) grp.call_stack = std::string(*stack);
+      }
+      grp.tc_eligible = n.tc_eligible;
+      groups.push_back(std::move(grp));
+    }
+    operator_group& grp = groups[it->second];
+    grp.calls += 1;
+    grp.host_total += n.end - n.start;
+    grp.device_total += n.device_total;
+    grp.host_self += n.host_self;
+    grp.device_self += n.device_self;
+    grp.tc_self += n.tc_self;
+    grp.tc_total += n.tc_total;
+    if (stack && !stack->empty()) {
+      grp.has_call_stack = true;
+      if (std::find(grp.call_stacks.begin(), grp.call_stacks.end(), *stack) == grp.call_stacks.end())
+        grp.call_stacks.emplace_back(*stack);
+    }
+  }
+  return groups;
+}
+
+operator_row to_row(const operator_group& g) {
+  operator_row r;
+  r.name = g.name;
+  r.input_shape = g.input_shape;
+  r.calls = g.calls;
+  r.device_self_us = py_round(g.device_self);
+  r.device_total_us = py_round(g.device_total);
+  r.host_self_us = py_round(g.host_self);
+  r.host_total_us = py_round(g.host_total);
+  r.tc_eligible = g.tc_eligible;
+  r.tc_self_pct = py_round(100 * (g.device_self > 0 ? g.tc_self / g.device_self : 0.0), 2);
+  r.tc_total_pct = py_round(100 * (g.device_total > 0 ? g.tc_total / g.device_total : 0.0), 2);
+  r.has_call_stack = g.has_call_stack;
+  r.call_stacks = g.call_stacks;
+  if (g.call_stack) r.call_stack = *g.call_stack;
+  return r;
+}
+
+std::vector<operator_row> to_rows(std::vector<operator_group> groups, bool device_columns) {
+  std::stable_sort(groups.begin(), groups.end(), [&](const operator_group& a, const operator_group& b) {
+    return device_columns ? a.device_self > b.device_self : a.host_self > b.host_self;
+  });
+  std::vector<operator_row> rows;
+  rows.reserve(groups.size());
+  for (const auto& g : groups) rows.push_back(to_row(g));
+  return rows;
+}
+
+}  // namespace
+
+std::string python_list_text(std::string_view json) {
+  if (json.empty()) return "[]";
+  std::string out;
+  py_text conv(json);
+  if (!conv.convert(out)) return std::string(json);
+  return out;
+}
+
+bool operator_view_has_device_columns(const trace_model& model, const op_trees& trees) {
+  (void)model;
+  return trees.has_kernel || trees.has_memcpy_or_memset;
+}
+
+std::vector<operator_group> aggregate_operators_by_name(const trace_model& model, const op_trees& trees) {
+  return aggregate(model, trees, grouping::name);
+}
+
+std::vector<operator_group> aggregate_operators_by_name_and_input_shape(const trace_model& model,
+                                                                        const op_trees& trees) {
+  return aggregate(model, trees, grouping::name_shape);
+}
+
+std::vector<operator_row> operators_by_name(const trace_model& model, const op_trees& trees, bool device_columns) {
+  return to_rows(aggregate(model, trees, grouping::name), device_columns);
+}
+
+std::vector<operator_row> operators_by_name_and_input_shape(const trace_model& model, const op_trees& trees,
+                                                            bool device_columns) {
+  return to_rows(aggregate(model, trees, grouping::name_shape), device_columns);
+}
+
+std::vector<operator_row> operator_stack_rows(const trace_model& model, const op_trees& trees, std::string_view name,
+                                              std::optional<std::string_view> input_shape, bool device_columns) {
+  auto groups = aggregate(model, trees, input_shape ? grouping::name_shape_stack : grouping::name_stack);
+  std::vector<operator_group> picked;
+  for (auto& g : groups) {
+    if (g.name != name || !g.call_stack || g.call_stack->empty()) continue;
+    if (input_shape && g.input_shape != *input_shape) continue;
+    picked.push_back(std::move(g));
+  }
+  return to_rows(std::move(picked), device_columns);
+}
+
+operator_pies operator_pies_by_name(const trace_model& model, const op_trees& trees, bool device_columns) {
+  (void)device_columns;  // the plugin fills the device pies whenever some device time is > 0
+  operator_pies pies;
+  for (const auto& g : aggregate(model, trees, grouping::name)) {
+    if (g.device_total > 0) pies.device_total.emplace_back(g.name, g.device_total);
+    if (g.device_self > 0) pies.device_self.emplace_back(g.name, g.device_self);
+    if (g.host_total > 0) pies.host_total.emplace_back(g.name, g.host_total);
+    if (g.host_self > 0) pies.host_self.emplace_back(g.name, g.host_self);
+  }
+  auto order = [](operator_pie& p) {
+    std::stable_sort(p.begin(), p.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  };
+  order(pies.device_total);
+  order(pies.device_self);
+  order(pies.host_total);
+  order(pies.host_self);
+  return pies;
+}
+
+}  // namespace kinetoscope::analysis
