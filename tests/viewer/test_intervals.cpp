@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include <doctest/doctest.h>
+
+#include "analysis/intervals.hpp"
+
+using namespace kinetoscope::analysis;
+
+TEST_CASE("intervals: merge sorts, merges overlapping and touching ranges, drops empty ones") {
+  const interval_list in = {{10, 20}, {0, 5}, {5, 7}, {15, 30}, {40, 40}, {50, 45}, {31, 32}, {3, 4}};
+  const interval_list out = merge_intervals(in);
+  CHECK(out == interval_list{{0, 7}, {10, 30}, {31, 32}});
+  CHECK(is_normalised(out));
+  CHECK_FALSE(is_normalised(in));
+  CHECK(total_length(out) == doctest::Approx(28));
+  CHECK(merge_intervals({}).empty());
+  CHECK(merge_intervals({{1, 1}}).empty());
+  // A contained range does not shrink the enclosing one.
+  CHECK(merge_intervals({{0, 10}, {2, 3}, {4, 12}}) == interval_list{{0, 12}});
+}
+
+TEST_CASE("intervals: is_normalised rejects touching neighbours") {
+  CHECK_FALSE(is_normalised({{0, 5}, {5, 6}}));
+  CHECK(is_normalised({{0, 5}, {5.5, 6}}));
+  CHECK(is_normalised({}));
+}
+
+TEST_CASE("intervals: union") {
+  const interval_list a = {{0, 2}, {4, 6}, {10, 12}};
+  const interval_list b = {{1, 4}, {7, 8}, {12, 13}, {20, 21}};
+  CHECK(union_intervals(a, b) == interval_list{{0, 6}, {7, 8}, {10, 13}, {20, 21}});
+  CHECK(union_intervals(a, {}) == a);
+  CHECK(union_intervals({}, b) == b);
+}
+
+TEST_CASE("intervals: intersection") {
+  const interval_list a = {{0, 10}, {20, 30}};
+  const interval_list b = {{5, 25}, {28, 40}};
+  CHECK(intersect_intervals(a, b) == interval_list{{5, 10}, {20, 25}, {28, 30}});
+  CHECK(intersect_intervals(b, a) == interval_list{{5, 10}, {20, 25}, {28, 30}});
+  // Touching ranges do not intersect.
+  CHECK(intersect_intervals({{0, 5}}, {{5, 9}}).empty());
+  CHECK(intersect_intervals(a, {}).empty());
+  // Identical ends advance both lists.
+  CHECK(intersect_intervals({{0, 5}, {6, 8}}, {{2, 5}, {7, 9}}) == interval_list{{2, 5}, {7, 8}});
+}
+
+TEST_CASE("intervals: difference") {
+  const interval_list a = {{0, 10}, {20, 30}};
+  CHECK(subtract_intervals(a, {{2, 3}, {5, 22}, {25, 26}}) ==
+        interval_list{{0, 2}, {3, 5}, {22, 25}, {26, 30}});
+  CHECK(subtract_intervals(a, {{-5, 40}}).empty());
+  CHECK(subtract_intervals(a, {}) == a);
+  CHECK(subtract_intervals(a, {{10, 20}}) == a);
+  CHECK(subtract_intervals({{0, 10}}, {{0, 4}, {6, 10}}) == interval_list{{4, 6}});
+  // One subtrahend range spanning two minuend ranges.
+  CHECK(subtract_intervals({{0, 4}, {6, 10}, {12, 14}}, {{3, 7}}) ==
+        interval_list{{0, 3}, {7, 10}, {12, 14}});
+}
+
+TEST_CASE("intervals: clip and overlap length") {
+  const interval_list a = {{0, 10}, {20, 30}, {40, 50}};
+  CHECK(clip_intervals(a, 5, 45) == interval_list{{5, 10}, {20, 30}, {40, 45}});
+  CHECK(clip_intervals(a, 10, 20).empty());
+  CHECK(clip_intervals(a, 30, 10).empty());
+  CHECK(overlap_length(a, 5, 45) == doctest::Approx(20));
+  CHECK(overlap_length(a, 10, 20) == 0);
+  CHECK(overlap_length(a, -100, 100) == doctest::Approx(30));
+}
+
+TEST_CASE("intervals: the parts of a priority walk are disjoint and cover the whole") {
+  // Walk of spec §4.5 in miniature: the parts must add up to the covered length.
+  const interval_list whole = {{0, 100}};
+  const interval_list r1 = merge_intervals({{10, 20}, {50, 60}});
+  const interval_list r2 = merge_intervals({{15, 55}});
+  interval_list free = whole;
+  const interval_list p1 = intersect_intervals(free, r1);
+  free = subtract_intervals(free, p1);
+  const interval_list p2 = intersect_intervals(free, r2);
+  free = subtract_intervals(free, p2);
+  CHECK(total_length(p1) == doctest::Approx(20));
+  CHECK(total_length(p2) == doctest::Approx(30));
+  CHECK(total_length(free) == doctest::Approx(50));
+  CHECK(intersect_intervals(p1, p2).empty());
+}

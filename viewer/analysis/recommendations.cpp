@@ -1,0 +1,417 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "analysis/recommendations.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string_view>
+
+#include "analysis/intervals.hpp"
+#include "analysis/py_round.hpp"
+
+namespace kinetoscope::analysis {
+namespace {
+
+/// Builds the plain and the HTML form of one message together.
+class message {
+ public:
+  message& text(std::string_view s) {
+    text_ += s;
+    html_ += escape(s);
+    return *this;
+  }
+  message& link(std::string_view label, std::string_view url) {
+    text_ += label;
+    html_ += "<a href=\"";
+    html_ += escape(url);
+    html_ += "\" target=\"_blank\">";
+    html_ += escape(label);
+    html_ += "</a>";
+    return *this;
+  }
+  recommendation done(recommendation_kind kind, int rule) {
+    recommendation r;
+    r.kind = kind;
+    r.rule = rule;
+    r.extra = rule == 0;
+    r.text = std::move(text_);
+    r.html = std::move(html_);
+    return r;
+  }
+
+ private:
+  static std::string escape(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (char c : s) {
+      switch (c) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        default: out += c;
+      }
+    }
+    return out;
+  }
+  std::string text_;
+  std::string html_;
+};
+
+std::string format_int(double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.0f", x);
+  return buf;
+}
+
+std::string format_ms(double us) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1f ms", us / 1000.0);
+  return buf;
+}
+
+bool is_sync_call(std::string_view name) {
+  static constexpr std::string_view names[] = {
+      "cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
+      "hipDeviceSynchronize",  "hipStreamSynchronize",  "hipEventSynchronize",
+  };
+  return std::find(std::begin(names), std::end(names), name) != std::end(names);
+}
+
+// --- the plugin's rules -------------------------------------------------------------------------
+
+void rule_data_loader(const overview_result& ov, std::vector<recommendation>& out) {
+  if (!(ov.average.total > 0)) return;
+  const double ratio = ov.average.dataloader / ov.average.total;
+  if (!(ratio > 0.05)) return;
+  out.push_back(message{}
+                    .text("This run has high time cost on input data loading. " + format_1f(ratio * 100) +
+                          "% of the step time is in DataLoader. You could try to set num_workers on "
+                          "DataLoader's construction and ")
+                    .link("enable multi-processes on data loading",
+                          "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading")
+                    .text(".")
+                    .done(recommendation_kind::data_loader, 1));
+}
+
+void rules_distributed(const trace_model& model, const op_trees& trees, const overview_result& ov,
+                       std::vector<recommendation>& out) {
+  if (trees.uses_dp && trees.used_devices.size() > 1) {
+    out.push_back(message{}
+                      .text("It is recommended to ")
+                      .link("use DistributedDataParallel instead of DataParallel",
+                            "https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead")
+                      .text(" to do multi-GPU training.")
+                      .done(recommendation_kind::ddp_instead_of_dp, 2));
+  }
+  if (trees.uses_ddp && !model.devices.empty()) {
+    // "NCCL seen" = a host op named like one of the plugin's NCCL collectives (§2.3).
+    bool nccl = false;
+    for (const event& e : model.events) {
+      if (e.type != event_type::op && e.type != event_type::user_annotation && e.type != event_type::python) continue;
+      const std::string_view name = model.str(e.name);
+      if (name.substr(0, 5) == "nccl:" && is_plugin_comm_name(name)) {
+        nccl = true;
+        break;
+      }
+    }
+    if (!nccl) {
+      for (const device_info& dev : model.devices) {
+        if (!dev.present || !dev.has_compute_major || !dev.has_compute_minor) continue;
+        const std::string cc = std::to_string(dev.compute_major) + "." + std::to_string(dev.compute_minor);
+        if (std::strtod(cc.c_str(), nullptr) >= 3.5) {
+          out.push_back(message{}
+                            .text("Nccl backend is currently the fastest and highly recommended backend when "
+                                  "using DDP for training.")
+                            .done(recommendation_kind::nccl_backend, 3));
+          break;
+        }
+      }
+    }
+  }
+  if (ov.average.total > 0) {
+    const double ratio = ov.average.communication / ov.average.total;
+    if (ratio > 0.1) {
+      out.push_back(
+          message{}
+              .text("This run has high time cost on communication. " + format_1f(ratio * 100) +
+                    "% of the step time is in communication. You could try ")
+              .link("Gradient Compression", "https://pytorch.org/docs/stable/ddp_comm_hooks.html")
+              .text(" or ")
+              .link("Gradient Accumulation",
+                    "https://towardsdatascience.com/what-is-gradient-accumulation-in-deep-learning-ec034122cfa")
+              .text(" or increase the batch size. Note: Gradient accumulation will increase global effective "
+                    "batch size, which may hurt model convergence and accuracy. For such case, you may want to "
+                    "evaluate ")
+              .link("LAMB optimizer", "https://nvidia.github.io/apex/optimizers.html#apex.optimizers.FusedLAMB")
+              .text(".")
+              .done(recommendation_kind::communication, 4));
+    }
+  }
+}
+
+void rule_gpu_utilization(const overview_result& ov, std::vector<recommendation>& out) {
+  std::vector<std::int64_t> low;
+  for (const gpu_summary_row& g : ov.gpus) {
+    if (g.utilization < 0.5) low.push_back(g.id);
+  }
+  if (low.empty()) return;
+  const bool one = low.size() == 1;
+  out.push_back(message{}
+                    .text(std::string(one ? "GPU " : "GPUs ") + join_gpu_ids(low) + (one ? " has" : " have") +
+                          " low utilization. You could try to increase batch size to improve. Note: Increasing "
+                          "batch size may affect the speed and stability of model convergence.")
+                    .done(recommendation_kind::low_gpu_utilization, 5));
+}
+
+void rule_amp(const trace_model& model, const op_trees& trees, const overview_result& ov,
+              std::vector<recommendation>& out) {
+  if (model.devices.empty()) return;
+  const device_info& dev0 = model.devices[0];
+  if (!dev0.present || !dev0.has_compute_major || dev0.compute_major < 7) return;
+  // The plugin's tc_used_ratio exists only when the Kernel role has ranges ("pure CPU run").
+  if (!ov.has_kernel) return;
+  if (tc_kernel_ratio(model) != 0.0) return;
+  const double eligible = eligible_op_kernel_ratio(trees);
+  if (!(eligible > 0.0)) return;
+  out.push_back(message{}
+                    .text("Kernels with " + format_int(py_round(eligible * 100)) +
+                          "% time are launched by Tensor Cores eligible operators. You could enable ")
+                    .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
+                    .text(" to speedup by using FP16.")
+                    .done(recommendation_kind::amp, 6));
+}
+
+void rule_memory(const trace_model& model, std::vector<recommendation>& out) {
+  if (model.devices.empty()) return;
+  // Peak "Total Allocated" per device, devices in first-seen order. Only CUDA devices: the
+  // plugin also compared the CPU (id −1) with the last GPU's memory (Q12, fixed).
+  std::vector<std::int64_t> order;
+  std::map<std::int64_t, double> peak;
+  for (const event& e : model.events) {
+    if (e.type != event_type::memory || e.extra == no_index || e.extra >= model.memory.size()) continue;
+    const memory_args& m = model.memory[e.extra];
+    if (m.device_type != 1 || std::isnan(m.total_allocated)) continue;
+    auto [it, inserted] = peak.try_emplace(m.device_id, m.total_allocated);
+    if (inserted) {
+      order.push_back(m.device_id);
+    } else {
+      it->second = std::max(it->second, m.total_allocated);
+    }
+  }
+  for (std::int64_t id : order) {
+    if (id < 0 || static_cast<std::size_t>(id) >= model.devices.size()) continue;  // Q18/Q20
+    const device_info& dev = model.devices[id];
+    if (!dev.present || !dev.has_total_global_mem || dev.total_global_mem <= 0) continue;
+    const double total = static_cast<double>(dev.total_global_mem);
+    const double p = peak[id];
+    if (!(p > total * 0.9)) continue;
+    out.push_back(message{}
+                      .text("Device memory usage is at the limit of device memory capacity (" +
+                            format_1f(p / total * 100) + "% of " + format_1f(total / 1024 / 1024 / 1024) +
+                            "GB on GPU" + std::to_string(id) +
+                            "). To get better value of your GPU or to use larger batch size for training, "
+                            "please refer to ")
+                      .link("Gradient Checkpoint", "https://pytorch.org/docs/stable/checkpoint.html")
+                      .text(" or ")
+                      .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
+                      .text(".")
+                      .done(recommendation_kind::memory_limit, 7));
+    break;
+  }
+}
+
+// --- extras ----------------------------------------------------------------------------------
+
+void extra_launch_overhead(const trace_model& model, const op_trees& trees, const overview_result& ov,
+                           const recommendation_options& opt, std::vector<recommendation>& out) {
+  std::size_t kernels = 0;
+  std::size_t short_kernels = 0;
+  for (const runtime_node& rt : trees.runtimes) {
+    if (rt.stale_dummy) continue;
+    const double launch = rt.end - rt.start;
+    for (std::uint32_t d : rt.devices) {
+      const device_node& dn = trees.devices[d];
+      if (dn.type != event_type::kernel) continue;
+      ++kernels;
+      if (dn.end - dn.start <= launch) ++short_kernels;
+    }
+  }
+  const bool many_short = kernels >= opt.min_kernels &&
+                          static_cast<double>(short_kernels) >= opt.short_kernel_share * static_cast<double>(kernels);
+  if (many_short) {
+    out.push_back(message{}
+                      .text(std::to_string(short_kernels) + " of " + std::to_string(kernels) + " kernels (" +
+                            format_1f(100.0 * static_cast<double>(short_kernels) / static_cast<double>(kernels)) +
+                            "%) run no longer than the runtime call that launched them, so the GPU mostly waits "
+                            "for the CPU to launch work. Reduce the launch overhead by fusing small operations "
+                            "(e.g. ")
+                      .link("torch.compile", "https://pytorch.org/docs/stable/generated/torch.compile.html")
+                      .text("), capturing the step in ")
+                      .link("CUDA Graphs", "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs")
+                      .text(", or increasing the batch size.")
+                      .done(recommendation_kind::launch_overhead, 0));
+  }
+
+  const double runtime_share = ov.average.total > 0 ? ov.average.runtime / ov.average.total : 0.0;
+  if (!ov.uses_gpu || !(runtime_share > opt.runtime_share) || ov.steps.empty()) return;
+  // Which runtime calls take the time (inside the steps).
+  interval_list steps;
+  for (const step_row& st : ov.steps) steps.push_back({st.start, st.end});
+  steps = merge_intervals(std::move(steps));
+  std::map<std::string_view, double> by_name;
+  double all = 0;
+  for (const event& e : model.events) {
+    if (e.type != event_type::runtime) continue;
+    const double t = overlap_length(steps, e.ts, e.end());
+    if (t <= 0) continue;
+    by_name[model.str(e.name)] += t;
+    all += t;
+  }
+  std::vector<std::pair<std::string_view, double>> top(by_name.begin(), by_name.end());
+  std::stable_sort(top.begin(), top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  if (top.size() > 3) top.resize(3);
+  std::string list;
+  for (const auto& [name, t] : top) {
+    if (!list.empty()) list += ", ";
+    list += std::string(name) + " " + format_1f(all > 0 ? 100.0 * t / all : 0.0) + "%";
+  }
+  out.push_back(message{}
+                    .text(format_1f(runtime_share * 100) +
+                          "% of the step time is spent in CUDA runtime calls (by time: " + list +
+                          "). Kernel launches point to many small operations (fuse them, or use CUDA Graphs); "
+                          "allocation, stream or device set-up calls usually mean the profiled steps include "
+                          "warm-up work, so profile later steps; synchronisation calls stall the CPU.")
+                    .done(recommendation_kind::launch_overhead, 0));
+}
+
+void extra_synchronization(const trace_model& model, const overview_result& ov, const recommendation_options& opt,
+                           std::vector<recommendation>& out) {
+  if (ov.steps.empty()) return;
+  interval_list steps;
+  double step_time = 0;
+  for (const step_row& s : ov.steps) {
+    steps.push_back({s.start, s.end});
+    step_time += s.total;
+  }
+  if (!(step_time > 0)) return;
+  steps = merge_intervals(std::move(steps));
+  std::map<std::string_view, std::size_t> calls;
+  interval_list sync;
+  for (const event& e : model.events) {
+    if (e.type != event_type::runtime) continue;
+    const std::string_view name = model.str(e.name);
+    if (!is_sync_call(name)) continue;
+    if (overlap_length(steps, e.ts, e.end()) <= 0 && !(e.ts >= ov.steps_start && e.ts < ov.steps_end)) continue;
+    ++calls[name];
+    sync.push_back({e.ts, e.end()});
+  }
+  const double time = total_length(intersect_intervals(merge_intervals(std::move(sync)), steps));
+  const double share = time / step_time;
+  if (calls.empty() || !(share > opt.sync_share)) return;
+  std::string list;
+  for (const auto& [name, n] : calls) {
+    if (!list.empty()) list += ", ";
+    list += std::string(name) + " ×" + std::to_string(n);
+  }
+  out.push_back(message{}
+                    .text(format_1f(share * 100) + "% of the step time is spent blocked in synchronisation calls (" +
+                          list +
+                          "). Each one stalls the CPU until the GPU catches up; avoid .item(), .cpu(), printing "
+                          "tensors or torch.cuda.synchronize() inside the training loop, and use non_blocking "
+                          "copies from pinned memory.")
+                    .done(recommendation_kind::synchronization, 0));
+}
+
+void extra_idle_gpu(const trace_model& model, const overview_result& ov, const recommendation_options& opt,
+                    std::vector<recommendation>& out) {
+  if (ov.steps.empty() || ov.gpu_ids.empty()) return;
+  std::map<std::int64_t, interval_list> busy;
+  for (const event& e : model.events) {
+    if (e.type != event_type::kernel && e.type != event_type::memcpy && e.type != event_type::memset) continue;
+    std::int64_t dev = e.pid;
+    if (e.type == event_type::kernel && e.extra != no_index && e.extra < model.kernels.size() &&
+        model.kernels[e.extra].device >= 0) {
+      dev = model.kernels[e.extra].device;
+    }
+    busy[dev].push_back({e.ts, e.end()});
+  }
+  for (std::int64_t gpu : ov.gpu_ids) {
+    const interval_list b = merge_intervals(std::move(busy[gpu]));
+    double best = 0;
+    double best_at = 0;
+    std::string best_step;
+    for (const step_row& s : ov.steps) {
+      for (const interval& gap : subtract_intervals({{s.start, s.end}}, clip_intervals(b, s.start, s.end))) {
+        if (gap.length() > best) {
+          best = gap.length();
+          best_at = gap.start - s.start;
+          best_step = s.name;
+        }
+      }
+    }
+    if (best < opt.idle_gap_us || best < opt.idle_gap_share * ov.average.total) continue;
+    out.push_back(message{}
+                      .text("GPU " + std::to_string(gpu) + " is idle for " + format_ms(best) +
+                            " in one stretch (step " + best_step + ", " + format_ms(best_at) +
+                            " after its start). Nothing runs on the GPU while the host is busy there (data "
+                            "loading, Python code, synchronisation); look at that point in the trace and "
+                            "overlap the host work with GPU work.")
+                      .done(recommendation_kind::idle_gpu, 0));
+  }
+}
+
+}  // namespace
+
+std::string join_gpu_ids(const std::vector<std::int64_t>& ids) {
+  std::string s;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i > 0) s += i + 1 == ids.size() ? " and " : ", ";
+    s += std::to_string(ids[i]);
+  }
+  return s;
+}
+
+std::string format_1f(double x) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.1f", x);
+  return buf;
+}
+
+std::vector<recommendation> compute_recommendations(const trace_model& model, const op_trees& trees,
+                                                    const overview_result& overview,
+                                                    const recommendation_options& options) {
+  std::vector<recommendation> out;
+  rule_data_loader(overview, out);
+  rules_distributed(model, trees, overview, out);
+  rule_gpu_utilization(overview, out);
+  rule_amp(model, trees, overview, out);
+  rule_memory(model, out);
+  if (options.extras) {
+    extra_launch_overhead(model, trees, overview, options, out);
+    extra_synchronization(model, overview, options, out);
+    extra_idle_gpu(model, overview, options, out);
+  }
+  return out;
+}
+
+std::vector<std::string> recommendations(const trace_model& model, const op_trees& trees,
+                                         const overview_result& overview) {
+  recommendation_options options;
+  options.extras = false;
+  std::vector<std::string> out;
+  for (recommendation& r : compute_recommendations(model, trees, overview, options)) out.push_back(std::move(r.text));
+  return out;
+}
+
+std::string recommendations_html(const std::vector<recommendation>& items) {
+  if (items.empty()) return "<ul><li>N/A</li></ul>";
+  std::string html = "<ul>";
+  for (const recommendation& r : items) html += "<li>" + r.html + "</li>";
+  html += "</ul>";
+  return html;
+}
+
+}  // namespace kinetoscope::analysis
