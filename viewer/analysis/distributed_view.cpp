@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "analysis/distributed_view.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <unordered_map>
+
+#include "analysis/py_round.hpp"
+
+namespace kinetoscope::analysis {
+
+namespace {
+
+// ---- a minimal JSON reader for the minified "Input Dims" / "Input type" texts ----------------
+
+struct json_value {
+  enum class kind : std::uint8_t { null, number, string, list, other } type = kind::null;
+  double number = 0;
+  bool integral = false;
+  std::int64_t integer = 0;
+  std::string text;
+  std::vector<json_value> items;
+};
+
+class json_reader {
+ public:
+  explicit json_reader(std::string_view s) : s_(s) {}
+  std::optional<json_value> parse() {
+    auto v = value(0);
+    skip_ws();
+    if (!v || pos_ != s_.size()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  void skip_ws() {
+    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\n' || s_[pos_] == '\t' || s_[pos_] == '\r')) ++pos_;
+  }
+  std::optional<json_value> value(int depth) {
+    if (depth > 64) return std::nullopt;
+    skip_ws();
+    if (pos_ >= s_.size()) return std::nullopt;
+    json_value v;
+    const char c = s_[pos_];
+    if (c == '[') {
+      ++pos_;
+      v.type = json_value::kind::list;
+      skip_ws();
+      if (pos_ < s_.size() && s_[pos_] == ']') {
+        ++pos_;
+        return v;
+      }
+      for (;;) {
+        auto item = value(depth + 1);
+        if (!item) return std::nullopt;
+        v.items.push_back(std::move(*item));
+        skip_ws();
+        if (pos_ >= s_.size()) return std::nullopt;
+        if (s_[pos_] == ',') {
+          ++pos_;
+          continue;
+        }
+        if (s_[pos_] == ']') {
+          ++pos_;
+          return v;
+        }
+        return std::nullopt;
+      }
+    }
+    if (c == '"') {
+      ++pos_;
+      v.type = json_value::kind::string;
+      while (pos_ < s_.size() && s_[pos_] != '"') {
+        if (s_[pos_] == '\\' && pos_ + 1 < s_.size()) {
+          v.text.push_back(s_[pos_ + 1]);  // type names never hold escapes that matter here
+          pos_ += 2;
+          continue;
+        }
+        v.text.push_back(s_[pos_++]);
+      }
+      if (pos_ >= s_.size()) return std::nullopt;
+      ++pos_;
+      return v;
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      const std::size_t start = pos_;
+      while (pos_ < s_.size() && (std::string_view("+-.eE0123456789").find(s_[pos_]) != std::string_view::npos)) ++pos_;
+      const std::string_view num = s_.substr(start, pos_ - start);
+      v.type = json_value::kind::number;
+      const auto r = std::from_chars(num.data(), num.data() + num.size(), v.integer);
+      v.integral = r.ec == std::errc() && r.ptr == num.data() + num.size();
+      v.number = v.integral ? static_cast<double>(v.integer) : std::strtod(std::string(num).c_str(), nullptr);
+      return v;
+    }
+    // true / false / null / anything else: skip the word
+    const std::size_t start = pos_;
+    while (pos_ < s_.size() && std::isalpha(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+    if (pos_ == start) return std::nullopt;
+    v.type = s_.substr(start, pos_ - start) == "null" ? json_value::kind::null : json_value::kind::other;
+    return v;
+  }
+
+  std::string_view s_;
+  std::size_t pos_ = 0;
+};
+
+/// Σ over inputs Π shape · bytes(type), as the plugin's analyze_communication_nodes. Inputs
+/// whose shape is not a list of integers (which made the plugin raise) count 0.
+std::int64_t record_bytes(const trace_model& model, const event& e) {
+  if (e.extra == no_index || e.extra >= model.ops.size()) return 0;
+  const op_args& a = model.ops[e.extra];
+  if (a.input_dims == 0) return 0;
+  const auto dims = json_reader(model.str(a.input_dims)).parse();
+  if (!dims || dims->type != json_value::kind::list || dims->items.empty()) return 0;
+  std::optional<json_value> types;
+  if (a.input_types != 0) types = json_reader(model.str(a.input_types)).parse();
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i < dims->items.size(); ++i) {
+    std::int64_t per = 0;
+    if (types && types->type == json_value::kind::list && i < types->items.size() &&
+        types->items[i].type == json_value::kind::string) {
+      per = comm_type_bytes(types->items[i].text);
+    }
+    const json_value& shape = dims->items[i];
+    if (shape.type != json_value::kind::list) continue;
+    std::int64_t size = 1;
+    bool ok = true;
+    for (const json_value& d : shape.items) {
+      if (d.type != json_value::kind::number || !d.integral) {
+        ok = false;
+        break;
+      }
+      size *= d.integer;
+    }
+    if (ok) total += size * per;
+  }
+  return total;
+}
+
+bool by_start_then_longer(const interval& a, const interval& b) {
+  return a.start != b.start ? a.start < b.start : a.end > b.end;
+}
+
+/// Python repr of a float (shortest round trip, ".0" for integral values).
+std::string python_repr(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  std::string s(buf, r.ptr);
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
+  return s;
+}
+
+std::vector<distributed_node> device_information(const std::vector<distributed_worker_input>& workers) {
+  std::vector<const distributed_worker_input*> sorted;
+  for (const auto& w : workers) sorted.push_back(&w);
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
+  std::vector<distributed_node> nodes;
+  int index = 0;
+  for (const distributed_worker_input* w : sorted) {
+    if (w->model == nullptr || w->model->devices.empty()) continue;
+    std::string node;
+    std::string process;
+    if (auto split = split_worker_name(w->worker)) {
+      node = std::move(split->first);
+      process = std::move(split->second);
+    } else {
+      node = w->worker;
+      process = std::to_string(index++);
+    }
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const distributed_node& n) { return n.node == node; });
+    if (it == nodes.end()) it = nodes.insert(nodes.end(), distributed_node{node, {}});
+    distributed_process proc{"Process " + process, {}};
+    std::set<std::int64_t> used;
+    if (w->trees != nullptr) used = w->trees->used_devices;
+    for (const std::int64_t id : used) {
+      if (id < 0 || static_cast<std::size_t>(id) >= w->model->devices.size()) continue;
+      const device_info& d = w->model->devices[static_cast<std::size_t>(id)];
+      if (!d.present) continue;
+      distributed_gpu g;
+      g.device = "GPU" + std::to_string(id);
+      if (d.has_name) g.name = d.name;
+      if (d.has_total_global_mem) {
+        g.memory = python_repr(py_round(static_cast<double>(d.total_global_mem) / 1024 / 1024 / 1024, 2)) + " GB";
+        g.memory_raw = d.total_global_mem;
+      }
+      if (d.has_compute_major && d.has_compute_minor) {
+        g.compute_capability = std::to_string(d.compute_major) + "." + std::to_string(d.compute_minor);
+      }
+      proc.gpus.push_back(std::move(g));
+    }
+    // A repeated (node, process) replaces the earlier entry, as the plugin's dict assignment.
+    auto p = std::find_if(it->processes.begin(), it->processes.end(),
+                          [&](const distributed_process& x) { return x.process == proc.process; });
+    if (p != it->processes.end()) {
+      *p = std::move(proc);
+    } else {
+      it->processes.push_back(std::move(proc));
+    }
+  }
+  for (distributed_node& n : nodes) {
+    std::stable_sort(n.processes.begin(), n.processes.end(),
+                     [](const distributed_process& a, const distributed_process& b) { return a.process < b.process; });
+  }
+  return nodes;
+}
+
+overview_options to_overview_options(const distributed_options& o) {
+  overview_options v;
+  v.all_collectives = o.all_collectives;
+  v.gpu_annotations_as_host = o.gpu_annotations_as_host;
+  return v;
+}
+
+/// Per-step computation/communication overlap of one worker (the plugin's comm_overlap_costs).
+void overlap_bars(const role_ranges& roles, const std::vector<distributed_step>& steps,
+                  distributed_worker_result& out) {
+  const interval_list& kernel = roles[step_role::kernel];
+  const interval_list& comm = roles[step_role::communication];
+  const interval_list& compute = kernel.empty() ? roles[step_role::cpu_exec] : kernel;
+  const interval_list both = intersect_intervals(compute, comm);
+  overlap_bar sum;
+  for (const distributed_step& s : steps) {
+    const double overlap = overlap_length(both, s.start, s.end);
+    const double computation = overlap_length(compute, s.start, s.end);
+    const double communication = overlap_length(comm, s.start, s.end);
+    const double other = (s.end - s.start) + overlap - computation - communication;
+    const overlap_bar bar{computation - overlap, overlap, communication - overlap, other};
+    sum.computation += bar.computation;
+    sum.overlap += bar.overlap;
+    sum.communication += bar.communication;
+    sum.other += bar.other;
+    out.overlap.emplace_back(s.name, bar);
+  }
+  const double n = static_cast<double>(std::max<std::size_t>(1, steps.size()));
+  out.overlap_all = {std::trunc(sum.computation / n), std::trunc(sum.overlap / n), std::trunc(sum.communication / n),
+                     std::trunc(sum.other / n)};
+}
+
+/// The plugin's analyze_communication_nodes: wait bars per step key and the op table.
+void communication_stats(distributed_worker_result& out) {
+  std::vector<std::pair<std::optional<std::string>, std::pair<interval_list, interval_list>>> per_step;
+  struct op_acc {
+    std::int64_t calls = 0;
+    std::int64_t bytes = 0;
+    interval_list ranges;
+    interval_list real;
+  };
+  std::vector<std::pair<std::string, op_acc>> per_op;
+  for (const comm_record& r : out.records) {
+    auto s = std::find_if(per_step.begin(), per_step.end(), [&](const auto& x) { return x.first == r.step; });
+    if (s == per_step.end()) s = per_step.insert(per_step.end(), {r.step, {}});
+    s->second.first.insert(s->second.first.end(), r.ranges.begin(), r.ranges.end());
+    s->second.second.insert(s->second.second.end(), r.real_ranges.begin(), r.real_ranges.end());
+    auto o = std::find_if(per_op.begin(), per_op.end(), [&](const auto& x) { return x.first == r.name; });
+    if (o == per_op.end()) o = per_op.insert(per_op.end(), {r.name, {}});
+    o->second.calls += 1;
+    o->second.bytes += r.bytes;
+    o->second.ranges.insert(o->second.ranges.end(), r.ranges.begin(), r.ranges.end());
+    o->second.real.insert(o->second.real.end(), r.real_ranges.begin(), r.real_ranges.end());
+  }
+  wait_bar sum;
+  for (auto& [step, lists] : per_step) {
+    const double total = total_length(merge_intervals(std::move(lists.first)));
+    const double transfer = total_length(merge_intervals(std::move(lists.second)));
+    const wait_bar bar{transfer, total - transfer};
+    sum.transfer += bar.transfer;
+    sum.synchronizing += bar.synchronizing;
+    out.wait.emplace_back(step, bar);
+  }
+  const double n = static_cast<double>(std::max<std::size_t>(1, per_step.size()));
+  out.wait_all = {std::trunc(sum.transfer / n), std::trunc(sum.synchronizing / n)};
+  for (auto& [name, acc] : per_op) {
+    comm_op_row row;
+    row.name = name;
+    row.calls = acc.calls;
+    const double calls = static_cast<double>(acc.calls);
+    row.total_size_bytes = acc.bytes;
+    row.avg_size_bytes = static_cast<std::int64_t>(py_round(static_cast<double>(acc.bytes) / calls));
+    row.total_latency_us = total_length(merge_intervals(std::move(acc.ranges)));
+    row.avg_latency_us = static_cast<std::int64_t>(py_round(row.total_latency_us / calls));
+    row.data_transfer_us = total_length(merge_intervals(std::move(acc.real)));
+    row.avg_data_transfer_us = static_cast<std::int64_t>(py_round(row.data_transfer_us / calls));
+    out.comm_ops.push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
+std::int64_t comm_type_bytes(std::string_view type) noexcept {
+  if (type == "long int") return 8;
+  if (type == "float" || type == "int") return 4;
+  if (type == "c10::Half" || type == "c10::BFloat16") return 2;
+  if (type == "unsigned char") return 1;
+  return 0;
+}
+
+std::optional<std::pair<std::string, std::string>> split_worker_name(std::string_view worker) {
+  // Greedy (.*) takes the last "_<digit>" position; \d+ then takes every following digit.
+  for (std::size_t i = worker.size(); i-- > 0;) {
+    if (worker[i] != '_' || i + 1 >= worker.size() || !std::isdigit(static_cast<unsigned char>(worker[i + 1]))) {
+      continue;
+    }
+    std::size_t j = i + 1;
+    while (j < worker.size() && std::isdigit(static_cast<unsigned char>(worker[j]))) ++j;
+    return std::pair(std::string(worker.substr(0, i)), std::string(worker.substr(i + 1, j - i - 1)));
+  }
+  return std::nullopt;
+}
+
+std::vector<distributed_step> distributed_steps(const overview_result& overview) {
+  std::vector<distributed_step> out;
+  out.reserve(overview.steps.size());
+  for (const step_row& s : overview.steps) out.push_back({s.name, s.start, s.end});
+  return out;
+}
+
+std::vector<comm_record> communication_records(const trace_model& model, const std::vector<distributed_step>& steps,
+                                               const distributed_options& options) {
+  const overview_options ov = to_overview_options(options);
+  // Keyed by external id; a later op with the same id overwrites the record in place.
+  std::vector<comm_record> records;
+  std::unordered_map<std::int64_t, std::size_t> by_id;
+  bool nccl = false;
+  bool gloo = false;
+  for (const event& e : model.events) {
+    if (e.type != event_type::op && e.type != event_type::user_annotation && e.type != event_type::python) continue;
+    if (e.gpu_annotation && !options.gpu_annotations_as_host) continue;
+    const std::string_view name = model.str(e.name);
+    if (!is_communication_name(name, ov)) continue;
+    if (name.rfind("nccl:", 0) == 0) nccl = true;
+    if (name.rfind("gloo:", 0) == 0) gloo = true;
+    comm_record r;
+    r.name = std::string(name);
+    r.external_id = e.external_id;
+    r.start = e.ts;
+    r.end = e.ts + e.dur;
+    r.ranges.push_back({r.start, r.end});
+    r.bytes = record_bytes(model, e);
+    auto [it, inserted] = by_id.try_emplace(e.external_id, records.size());
+    if (inserted) {
+      records.push_back(std::move(r));
+    } else {
+      records[it->second] = std::move(r);
+    }
+  }
+  if (nccl && gloo) return {};
+  if (nccl) {
+    for (const event& e : model.events) {
+      if (e.type != event_type::kernel || e.external_id == 0) continue;
+      const auto it = by_id.find(e.external_id);
+      if (it != by_id.end()) records[it->second].ranges.push_back({e.ts, e.ts + e.dur});
+    }
+  }
+  for (comm_record& r : records) std::stable_sort(r.ranges.begin(), r.ranges.end(), by_start_then_longer);
+  std::stable_sort(records.begin(), records.end(), [](const comm_record& a, const comm_record& b) {
+    return a.start != b.start ? a.start < b.start : a.end > b.end;
+  });
+  // Step assignment: walk records and steps together (generate_communication_nodes).
+  std::size_t index = 0;
+  for (comm_record& r : records) {
+    while (index < steps.size()) {
+      if (r.start >= steps[index].start && r.end <= steps[index].end) {
+        r.step = steps[index].name;
+        break;
+      }
+      if (r.start >= steps[index].end) {
+        ++index;
+        continue;
+      }
+      break;  // starts before the step's end but is not contained: no step
+    }
+    if (index >= steps.size()) break;
+  }
+  return records;
+}
+
+distributed_result compute_distributed(const std::vector<distributed_worker_input>& workers,
+                                       const distributed_options& options) {
+  distributed_result result;
+  result.device_info = device_information(workers);
+  if (workers.empty()) {
+    result.reason = "no worker";
+    return result;
+  }
+  std::vector<const distributed_worker_input*> sorted;
+  for (const auto& w : workers) sorted.push_back(&w);
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
+
+  std::vector<distributed_worker_result> out;
+  for (const distributed_worker_input* w : sorted) {
+    distributed_worker_result r;
+    r.worker = w->worker;
+    if (w->model == nullptr) {
+      result.reason = "worker " + w->worker + " has no trace";
+      return result;
+    }
+    const role_ranges roles = compute_role_ranges(*w->model, to_overview_options(options));
+    r.records = communication_records(*w->model, w->steps, options);
+    if (roles[step_role::communication].empty() || r.records.empty()) {
+      result.reason = "worker " + w->worker + " has no communication";
+      return result;
+    }
+    if (!out.empty() && r.records.size() != out.front().records.size()) {
+      result.reason = "workers have different numbers of communication ops";
+      return result;
+    }
+    overlap_bars(roles, w->steps, r);
+    out.push_back(std::move(r));
+  }
+  // §11.3 real ranges: per record index and range index, the shortest range over workers,
+  // aligned to each worker's range end.
+  const std::size_t n_records = out.front().records.size();
+  for (std::size_t i = 0; i < n_records; ++i) {
+    const std::size_t n_ranges = out.front().records[i].ranges.size();
+    for (const auto& w : out) {
+      if (w.records[i].ranges.size() != n_ranges) {
+        result.reason = "workers have different numbers of communication kernels";
+        return result;
+      }
+    }
+    for (std::size_t j = 0; j < n_ranges; ++j) {
+      double m = std::numeric_limits<double>::infinity();
+      for (const auto& w : out) m = std::min(m, w.records[i].ranges[j].length());
+      for (auto& w : out) {
+        const interval& k = w.records[i].ranges[j];
+        w.records[i].real_ranges.push_back({k.end - m, k.end});
+      }
+    }
+  }
+  for (auto& w : out) communication_stats(w);
+  result.workers = std::move(out);
+  result.available = true;
+  return result;
+}
+
+}  // namespace kinetoscope::analysis
