@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// `kinetoscope analyze` end to end: the real binary on real traces.
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct run_result {
+  int status = -1;
+  std::string out;
+};
+
+run_result run(const std::string& args) {
+  const char* bin = std::getenv("KINETOSCOPE_BIN");
+  REQUIRE(bin != nullptr);
+  const std::string command = std::string(bin) + " " + args + " 2>&1";
+  run_result r;
+  FILE* p = ::popen(command.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 65536> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string shared_dir() {
+  const char* s = std::getenv("KINETOSCOPE_SHARED");
+  REQUIRE(s != nullptr);
+  return s;
+}
+
+bool close_us(double a, double b) { return std::fabs(a - b) <= std::max(1.0, 0.001 * std::fabs(b)); }
+
+}  // namespace
+
+TEST_CASE("cli: --json on resnet50_v100 matches torch-tb-profiler's overview and tables") {
+  const std::string run_dir = shared_dir() + "/traces/resnet50_v100";
+  const run_result r = run("analyze " + run_dir + " --span 1 --json");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  const json got = json::parse(r.out);
+  const json want = json::parse(std::ifstream(shared_dir() +
+      "/expected/resnet50_v100/worker0.1623143089861.pt.trace.json.gz.expected.json"));
+  CHECK(got["worker"] == "worker0");
+  CHECK(got["span"] == "1");
+  for (const char* key : {"total", "kernel", "memcpy", "memset", "runtime", "dataloader", "cpu_exec", "other"}) {
+    CAPTURE(key);
+    CHECK(close_us(got["overview"]["average"][key].get<double>(), want["overview"]["average"][key].get<double>()));
+  }
+  REQUIRE(got["overview"]["steps"].size() == want["overview"]["steps"].size());
+  for (std::size_t i = 0; i < want["overview"]["steps"].size(); ++i)
+    CHECK(got["overview"]["steps"][i]["name"] == want["overview"]["steps"][i]["name"]);
+  REQUIRE(got["overview"]["gpus"].size() == 1);
+  CHECK(got["overview"]["gpus"][0]["name"] == "Tesla V100-DGXS-32GB");
+  CHECK(std::fabs(got["overview"]["gpus"][0]["utilization_pct"].get<double>() -
+                  want["overview"]["gpus"][0]["utilization_pct"].get<double>()) <= 0.01);
+  CHECK(got["overview"]["recommendations"].size() == want["overview"]["recommendations"].size());
+  CHECK(got["operators"]["by_name"].size() == want["operators"]["by_name"].size());
+  CHECK(got["kernels"]["by_name"].size() == want["kernels"]["by_name"].size());
+  CHECK(got["diagnostics"]["events_by_category"]["Kernel"].get<int>() > 0);
+  CHECK(got.contains("memory"));
+}
+
+TEST_CASE("cli: tables, csv and views") {
+  const std::string file = shared_dir() + "/traces/two_ranks/rank0.pt.trace.json.gz";
+  const run_result tables = run("analyze " + file);
+  REQUIRE_MESSAGE(tables.status == 0, tables.out);
+  CHECK(tables.out.find("Step time breakdown (us)") != std::string::npos);
+  CHECK(tables.out.find("Operators (top 20") != std::string::npos);
+
+  const run_result csv = run("analyze " + file + " --csv --view kernels");
+  REQUIRE_MESSAGE(csv.status == 0, csv.out);
+  CHECK(csv.out.rfind("name,calls,total_us,mean_us,max_us,min_us,blocks_per_sm,occupancy_pct,tensor_cores_used\n", 0) == 0);
+  const json j = json::parse(run("analyze " + file + " --json --view kernels").out);
+  std::size_t lines = 0;
+  for (char c : csv.out) lines += c == '\n';
+  CHECK(lines == j["kernels"]["by_name"].size() + 1);
+  CHECK_FALSE(j.contains("overview"));
+}
+
+TEST_CASE("cli: errors are clear and exit non-zero") {
+  const run_result missing = run("analyze /nonexistent/trace.json");
+  CHECK(missing.status == 1);
+  CHECK(missing.out.find("no such file or directory") != std::string::npos);
+
+  const run_result bad_option = run("analyze x --frobnicate");
+  CHECK(bad_option.status == 2);
+  CHECK(bad_option.out.find("unknown option --frobnicate") != std::string::npos);
+
+  const run_result bad_view = run("analyze x --view nope");
+  CHECK(bad_view.status == 2);
+
+  const fs::path tmp = fs::temp_directory_path() / ("ks_cli_" + std::to_string(::getpid()) + ".pt.trace.json");
+  std::ofstream(tmp) << "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"cat\": \"cpu_op\", \"ts\": 1";
+  const run_result truncated = run("analyze " + tmp.string());
+  CHECK(truncated.status == 1);
+  CHECK(truncated.out.find(tmp.string()) != std::string::npos);
+  fs::remove(tmp);
+
+  const run_result no_worker = run("analyze " + shared_dir() + "/traces/resnet50_v100 --worker nobody");
+  CHECK(no_worker.status == 1);
+  CHECK(no_worker.out.find("worker0") != std::string::npos);  // lists what is available
+}

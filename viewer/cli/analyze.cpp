@@ -1,0 +1,703 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#include "cli/analyze.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string_view>
+
+#include "analysis/diff_view.hpp"
+#include "analysis/discovery.hpp"
+#include "analysis/distributed_view.hpp"
+#include "analysis/kernel_view.hpp"
+#include "analysis/loader.hpp"
+#include "analysis/memory_view.hpp"
+#include "analysis/module_view.hpp"
+#include "analysis/op_tree.hpp"
+#include "analysis/operator_view.hpp"
+#include "analysis/overview.hpp"
+#include "analysis/recommendations.hpp"
+
+namespace kinetoscope::cli {
+namespace {
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+using ojson = nlohmann::ordered_json;
+
+const char* const views[] = {"overview", "operators", "operators_by_shape", "kernels", "kernels_by_operator",
+                             "memory", "modules", "distributed", "diff", "diagnostics"};
+
+struct analyze_args {
+  std::string path;
+  std::string worker;
+  std::string span;
+  std::string view;  // "" = all (json) / overview+operators+kernels (tables)
+  std::string diff_path;  // --diff: the experimental trace compared with PATH (the baseline)
+  bool json = false;
+  bool csv = false;
+  bool improved = false;  // the "better than the plugin" modes (all collectives, id fallback)
+};
+
+struct usage_error {
+  std::string message;
+};
+
+analyze_args parse(const std::vector<std::string>& args) {
+  analyze_args a;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& w = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw usage_error{"option " + w + " needs a value"};
+      return args[++i];
+    };
+    if (w == "--worker") {
+      a.worker = value();
+    } else if (w == "--span") {
+      a.span = value();
+    } else if (w == "--view") {
+      a.view = value();
+      if (std::find(std::begin(views), std::end(views), a.view) == std::end(views))
+        throw usage_error{"unknown view '" + a.view + "'"};
+    } else if (w == "--json") {
+      a.json = true;
+    } else if (w == "--csv") {
+      a.csv = true;
+    } else if (w == "--diff") {
+      a.diff_path = value();
+    } else if (w == "--improved") {
+      a.improved = true;
+    } else if (!w.empty() && w[0] == '-') {
+      throw usage_error{"unknown option " + w};
+    } else if (a.path.empty()) {
+      a.path = w;
+    } else {
+      throw usage_error{"more than one PATH given (" + a.path + ", " + w + ")"};
+    }
+  }
+  if (a.path.empty()) throw usage_error{"PATH is required"};
+  if (a.json && a.csv) throw usage_error{"--json and --csv exclude each other"};
+  if (a.csv && a.view.empty()) a.view = "operators";
+  if (a.view == "diff" && a.diff_path.empty()) throw usage_error{"--view diff needs --diff PATH2"};
+  return a;
+}
+
+// ---- choosing the file ---------------------------------------------------------------------
+
+struct chosen {
+  std::string path;
+  std::string run;
+  std::string worker;
+  std::string span;
+  std::vector<an::trace_file> run_files;  // every file of the run (all workers, spans)
+};
+
+std::string list_choices(const std::vector<an::trace_file>& files) {
+  std::string s;
+  for (const auto& f : files) s += "\n  run '" + f.run + "' worker '" + f.worker + "' span '" + f.span + "'";
+  return s;
+}
+
+chosen choose(const analyze_args& a) {
+  std::error_code ec;
+  const fs::path p(a.path);
+  if (!fs::exists(p, ec)) throw std::runtime_error(a.path + ": no such file or directory");
+  if (fs::is_regular_file(p, ec)) {
+    chosen c;
+    c.path = a.path;
+    c.run = p.parent_path().filename().string();
+    c.worker = p.filename().string();
+    c.span = "default";
+    return c;
+  }
+  std::vector<an::trace_file> files = an::discover(a.path);
+  if (files.empty()) throw std::runtime_error(a.path + ": no trace files found (*.pt.trace.json[.gz])");
+  // Runs under PATH: the folder itself when it is a run, else it must hold exactly one run.
+  std::vector<std::string> runs;
+  for (const auto& f : files)
+    if (std::find(runs.begin(), runs.end(), f.run) == runs.end()) runs.push_back(f.run);
+  if (runs.size() > 1)
+    throw std::runtime_error(a.path + " holds several runs; give one run folder:" + list_choices(files));
+  std::vector<an::trace_file> selected;
+  for (const auto& f : files)
+    if ((a.worker.empty() || f.worker == a.worker) && (a.span.empty() || f.span == a.span)) selected.push_back(f);
+  if (selected.empty())
+    throw std::runtime_error("no trace matches worker '" + a.worker + "' span '" + a.span + "'; available:" +
+                             list_choices(files));
+  chosen c;
+  c.path = selected.front().path;
+  c.run = selected.front().run;
+  c.worker = selected.front().worker;
+  c.span = selected.front().span;
+  c.run_files = files;
+  return c;
+}
+
+// ---- JSON ----------------------------------------------------------------------------------
+
+ojson step_json(const an::step_row& s, bool with_name) {
+  ojson j;
+  if (with_name) j["name"] = s.name;
+  j["kernel"] = s.kernel;
+  j["memcpy"] = s.memcpy;
+  j["memset"] = s.memset;
+  j["communication"] = s.communication;
+  j["runtime"] = s.runtime;
+  j["dataloader"] = s.dataloader;
+  j["cpu_exec"] = s.cpu_exec;
+  j["other"] = s.other;
+  j["total"] = s.total;
+  return j;
+}
+
+ojson overview_json(const an::overview_result& ov, const std::vector<an::recommendation>& recs) {
+  ojson j;
+  j["steps"] = ojson::array();
+  for (const auto& s : ov.steps) j["steps"].push_back(step_json(s, true));
+  j["average"] = step_json(ov.average, false);
+  j["gpus"] = ojson::array();
+  for (const auto& g : ov.gpus) {
+    ojson r;
+    r["id"] = g.id;
+    r["name"] = g.name;
+    r["memory_bytes"] = g.memory_bytes;
+    r["compute_capability"] = g.compute_capability;
+    r["utilization_pct"] = g.utilization_pct;
+    r["sm_efficiency_pct"] = g.sm_efficiency_pct ? ojson(*g.sm_efficiency_pct) : ojson(nullptr);
+    r["achieved_occupancy_pct"] = g.achieved_occupancy_pct ? ojson(*g.achieved_occupancy_pct) : ojson(nullptr);
+    r["tensor_cores_pct"] = g.tensor_cores_pct ? ojson(*g.tensor_cores_pct) : ojson(nullptr);
+    j["gpus"].push_back(r);
+  }
+  j["recommendations"] = ojson::array();
+  j["extra_recommendations"] = ojson::array();
+  for (const auto& r : recs) (r.extra ? j["extra_recommendations"] : j["recommendations"]).push_back(r.text);
+  j["notes"] = ov.notes;
+  return j;
+}
+
+ojson operator_json(const an::operator_row& r, bool with_shape) {
+  ojson j;
+  j["name"] = r.name;
+  if (with_shape) j["input_shape"] = r.input_shape;
+  j["calls"] = r.calls;
+  j["host_self_us"] = r.host_self_us;
+  j["host_total_us"] = r.host_total_us;
+  j["device_self_us"] = r.device_self_us;
+  j["device_total_us"] = r.device_total_us;
+  j["tc_eligible"] = r.tc_eligible;
+  j["tc_self_pct"] = r.tc_self_pct;
+  j["tc_total_pct"] = r.tc_total_pct;
+  return j;
+}
+
+ojson kernel_json(const an::kernel_row& k) {
+  ojson j;
+  j["name"] = k.name;
+  j["calls"] = k.calls;
+  j["total_us"] = k.total_us;
+  j["mean_us"] = k.mean_us;
+  j["max_us"] = k.max_us;
+  j["min_us"] = k.min_us;
+  j["blocks_per_sm"] = k.blocks_per_sm;
+  j["occupancy_pct"] = k.occupancy_pct;
+  j["tensor_cores_used"] = k.tensor_cores_used;
+  return j;
+}
+
+ojson kernel_op_json(const an::kernel_op_row& k) {
+  ojson j;
+  j["name"] = k.name;
+  j["operator"] = k.operator_name;
+  j["grid"] = k.grid;
+  j["block"] = k.block;
+  j["registers_per_thread"] = k.registers_per_thread;
+  j["shared_memory"] = k.shared_memory;
+  j["calls"] = k.calls;
+  j["total_us"] = k.total_us;
+  j["mean_us"] = k.mean_us;
+  j["max_us"] = k.max_us;
+  j["min_us"] = k.min_us;
+  j["blocks_per_sm"] = k.blocks_per_sm;
+  j["occupancy_pct"] = k.occupancy_pct;
+  j["tensor_cores_used"] = k.tensor_cores_used;
+  return j;
+}
+
+ojson memory_json(const an::memory_result& m) {
+  ojson j;
+  j["devices"] = ojson::array();
+  for (const auto& d : m.devices) {
+    ojson r;
+    r["device"] = d.device;
+    r["peak_allocated_bytes"] = d.peak_allocated_bytes;
+    r["peak_reserved_bytes"] = d.peak_reserved_bytes;
+    r["curve"] = ojson::array();
+    for (const auto& p : d.curve) r["curve"].push_back({p[0], p[1], p[2]});
+    r["stats"] = ojson::array();
+    for (const auto& s : d.stats) {
+      ojson row;
+      row["name"] = s.name;
+      row["calls"] = s.calls;
+      row["size_increase_bytes"] = s.size_increase_bytes;
+      row["self_size_increase_bytes"] = s.self_size_increase_bytes;
+      row["allocation_count"] = s.allocation_count;
+      row["self_allocation_count"] = s.self_allocation_count;
+      row["allocation_size_bytes"] = s.allocation_size_bytes;
+      row["self_allocation_size_bytes"] = s.self_allocation_size_bytes;
+      r["stats"].push_back(row);
+    }
+    j["devices"].push_back(r);
+  }
+  return j;
+}
+
+ojson module_json(const an::module_row& m) {
+  ojson j;
+  j["name"] = m.name;
+  j["id"] = m.id;
+  j["occurrences"] = m.occurrences;
+  j["operators"] = m.operators;
+  j["host_duration_us"] = m.host_duration;
+  j["self_host_duration_us"] = m.self_host_duration;
+  j["device_duration_us"] = m.device_duration;
+  j["self_device_duration_us"] = m.self_device_duration;
+  j["avg_duration_us"] = m.avg_duration;
+  j["children"] = ojson::array();
+  for (const auto& c : m.children) j["children"].push_back(module_json(c));
+  return j;
+}
+
+ojson distributed_json(const an::distributed_result& d) {
+  ojson j;
+  j["available"] = d.available;
+  j["reason"] = d.reason;
+  j["workers"] = ojson::array();
+  for (const auto& w : d.workers) {
+    ojson r;
+    r["worker"] = w.worker;
+    r["overlap"] = {{"computation_us", w.overlap_all.computation},
+                    {"overlap_us", w.overlap_all.overlap},
+                    {"communication_us", w.overlap_all.communication},
+                    {"other_us", w.overlap_all.other}};
+    r["wait"] = {{"data_transfer_us", w.wait_all.transfer}, {"synchronizing_us", w.wait_all.synchronizing}};
+    r["comm_ops"] = ojson::array();
+    for (const auto& op : w.comm_ops)
+      r["comm_ops"].push_back({{"name", op.name},
+                               {"calls", op.calls},
+                               {"total_size_bytes", op.total_size_bytes},
+                               {"avg_size_bytes", op.avg_size_bytes},
+                               {"total_latency_us", op.total_latency_us},
+                               {"avg_latency_us", op.avg_latency_us},
+                               {"data_transfer_us", op.data_transfer_us},
+                               {"avg_data_transfer_us", op.avg_data_transfer_us}});
+    j["workers"].push_back(r);
+  }
+  return j;
+}
+
+ojson diff_metric_json(const an::diff_metric& m) {
+  return {{"baseline", m.baseline},
+          {"experimental", m.experimental},
+          {"delta", m.delta},
+          {"delta_pct", m.delta_pct ? ojson(*m.delta_pct) : ojson(nullptr)}};
+}
+
+ojson diff_json(const an::diff_node& root) {
+  ojson rows = ojson::array();
+  for (const auto& r : an::diff_table(root))
+    rows.push_back({{"name", r.name},
+                    {"calls", diff_metric_json(r.calls)},
+                    {"host_duration_us", diff_metric_json(r.host_duration)},
+                    {"self_host_duration_us", diff_metric_json(r.self_host_duration)},
+                    {"device_duration_us", diff_metric_json(r.device_duration)},
+                    {"self_device_duration_us", diff_metric_json(r.self_device_duration)}});
+  return rows;
+}
+
+an::trace_model load_or_throw(const std::string& path) {
+  an::load_result r = an::load_trace(path);
+  if (!r.ok()) throw std::runtime_error(r.error ? r.error->message() : path + ": cannot load");
+  return std::move(*r.model);
+}
+
+/// The distributed view of the chosen span: every worker of the run that has it.
+an::distributed_result distributed_of(const chosen& c, const an::op_tree_options& tree_options,
+                                      const an::overview_options& overview_options) {
+  std::vector<an::trace_file> files;
+  for (const auto& f : c.run_files)
+    if (f.span == c.span) files.push_back(f);
+  if (files.size() < 2) {
+    an::distributed_result none;
+    none.reason = "the run has " + std::to_string(files.size()) + " worker(s) for span " + c.span +
+                  "; the distributed view needs at least 2";
+    return none;
+  }
+  std::vector<an::trace_model> models;
+  models.reserve(files.size());
+  for (const auto& f : files) models.push_back(load_or_throw(f.path));
+  std::vector<an::op_trees> trees;
+  trees.reserve(files.size());
+  for (const auto& m : models) trees.push_back(an::build_op_tree(m, tree_options));
+  std::vector<an::distributed_worker_input> in;
+  for (std::size_t i = 0; i < files.size(); ++i)
+    in.push_back({files[i].worker, &models[i], &trees[i],
+                  an::distributed_steps(an::compute_overview(models[i], trees[i], overview_options))});
+  an::distributed_options options;
+  if (overview_options.all_collectives) options = an::distributed_options::improved();
+  return an::compute_distributed(in, options);
+}
+
+ojson diagnostics_json(const an::trace_model& model, const an::op_trees& trees, double load_seconds,
+                       std::uint64_t file_bytes) {
+  ojson j;
+  j["events_by_category"] = model.diagnostics.events_by_category;
+  j["warnings"] = model.diagnostics.warnings;
+  j["messages"] = model.diagnostics.messages;
+  const an::attribution_stats& st = trees.stats;
+  ojson attribution;
+  attribution["kernels"] = st.kernels;
+  attribution["kernels_attributed_to_operators"] = st.kernels_attributed;
+  attribution["kernels_by_time_fallback"] = st.kernels_by_fallback;
+  attribution["runtimes"] = st.runtimes;
+  attribution["runtimes_matched_by_id"] = st.runtimes_matched;
+  attribution["runtimes_zero_id"] = st.runtimes_zero_id;
+  attribution["runtimes_dropped"] = st.runtimes_dropped;
+  attribution["runtimes_id_equals_correlation"] = st.runtimes_id_equals_correlation;
+  attribution["stale_kernels"] = st.stale_kernels;
+  attribution["nodes_dropped_intersecting"] = st.nodes_dropped_intersecting;
+  attribution["kernel_attribution_ratio"] =
+      st.kernels == 0 ? 1.0 : static_cast<double>(st.kernels_attributed) / static_cast<double>(st.kernels);
+  attribution["message"] = st.message;
+  j["attribution"] = attribution;
+  j["load_seconds"] = load_seconds;
+  j["file_bytes"] = file_bytes;
+  return j;
+}
+
+// ---- CSV and tables ------------------------------------------------------------------------
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string number_text(const ojson& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "";
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    char buf[64];
+    if (std::floor(d) == d && std::fabs(d) < 1e15)
+      std::snprintf(buf, sizeof(buf), "%.0f", d);
+    else
+      std::snprintf(buf, sizeof(buf), "%.2f", d);
+    return buf;
+  }
+  return v.dump();
+}
+
+/// Rows of objects → CSV with the first row's keys (nested arrays are skipped).
+void write_csv(const ojson& rows, std::ostream& out) {
+  if (!rows.is_array() || rows.empty()) return;
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : rows.front().items())
+    if (!v.is_array() && !v.is_object()) keys.push_back(k);
+  for (std::size_t i = 0; i < keys.size(); ++i) out << (i ? "," : "") << csv_cell(keys[i]);
+  out << '\n';
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < keys.size(); ++i)
+      out << (i ? "," : "") << csv_cell(r.contains(keys[i]) ? number_text(r[keys[i]]) : "");
+    out << '\n';
+  }
+}
+
+/// A fixed-width text table of the given columns.
+void write_table(const std::string& title, const ojson& rows, const std::vector<std::string>& columns,
+                 std::size_t limit, std::ostream& out) {
+  out << title << '\n';
+  if (!rows.is_array() || rows.empty()) {
+    out << "  (none)\n\n";
+    return;
+  }
+  constexpr std::size_t max_width = 60;
+  std::vector<std::size_t> width(columns.size());
+  std::vector<std::vector<std::string>> cells;
+  for (std::size_t c = 0; c < columns.size(); ++c) width[c] = columns[c].size();
+  for (std::size_t r = 0; r < rows.size() && r < limit; ++r) {
+    std::vector<std::string> line;
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      std::string s = rows[r].contains(columns[c]) ? number_text(rows[r][columns[c]]) : "";
+      if (s.size() > max_width) s = s.substr(0, max_width - 3) + "...";
+      width[c] = std::max(width[c], s.size());
+      line.push_back(std::move(s));
+    }
+    cells.push_back(std::move(line));
+  }
+  auto emit = [&](const std::vector<std::string>& line) {
+    for (std::size_t c = 0; c < line.size(); ++c) {
+      const std::string& s = line[c];
+      const std::size_t pad = width[c] - s.size();
+      if (c == 0) out << "  " << s << std::string(pad, ' ');
+      else out << "  " << std::string(pad, ' ') << s;
+    }
+    out << '\n';
+  };
+  emit(columns);
+  std::vector<std::string> dashes;
+  for (std::size_t w : width) dashes.emplace_back(w, '-');
+  emit(dashes);
+  for (const auto& line : cells) emit(line);
+  if (rows.size() > limit) out << "  ... " << rows.size() - limit << " more rows (use --json or --csv)\n";
+  out << '\n';
+}
+
+}  // namespace
+
+std::string analyze_usage() {
+  return "usage: kinetoscope analyze PATH [--worker W] [--span S] [--view V] [--json | --csv] [--diff PATH2]\n"
+         "                          [--improved]\n"
+         "  PATH      a .pt.trace.json[.gz] file, or a run folder (one worker/span is chosen)\n"
+         "  --worker  worker name (file name before the timestamp); default: the first\n"
+         "  --span    span number (\"1\", \"2\", ... in time order, or \"default\"); default: the first\n"
+         "  --view    overview | operators | operators_by_shape | kernels | kernels_by_operator |\n"
+         "            memory | modules | distributed | diff | diagnostics\n"
+         "            (default: all for --json; overview, operators, kernels for tables)\n"
+         "  --diff    compare PATH (baseline) with PATH2 (experimental), as the plugin's Diff view\n"
+         "  --json    one JSON object with every view (keys as torch-tb-profiler's numbers)\n"
+         "  --csv     the chosen view's table as CSV (default view: operators)\n"
+         "  --improved  fix the plugin's blind spots: every nccl:*/gloo:* is communication, GPU\n"
+         "            annotations are not host time, kernels are attributed by time when ids\n"
+         "            do not match (default: torch-tb-profiler's numbers exactly)\n";
+}
+
+int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  analyze_args a;
+  try {
+    a = parse(args);
+  } catch (const usage_error& e) {
+    err << "kinetoscope analyze: " << e.message << "\n" << analyze_usage();
+    return 2;
+  }
+  try {
+    const chosen c = choose(a);
+    const auto t0 = std::chrono::steady_clock::now();
+    an::load_result loaded = an::load_trace(c.path);
+    if (!loaded.ok()) {
+      err << "kinetoscope analyze: " << (loaded.error ? loaded.error->message() : c.path + ": cannot load") << '\n';
+      return 1;
+    }
+    const an::trace_model& model = *loaded.model;
+    const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    an::op_tree_options tree_options;
+    an::overview_options overview_options;
+    if (a.improved) {
+      tree_options.time_containment_fallback = true;
+      overview_options = an::overview_options::improved();
+    }
+    const an::op_trees trees = an::build_op_tree(model, tree_options);
+    const bool want_all = a.view.empty();
+    auto wants = [&](std::string_view v) { return want_all || a.view == v; };
+
+    ojson doc;
+    doc["file"] = c.path;
+    doc["run"] = c.run;
+    doc["worker"] = c.worker;
+    doc["span"] = c.span;
+    if (wants("overview")) {
+      const an::overview_result ov = an::compute_overview(model, trees, overview_options);
+      doc["overview"] = overview_json(ov, an::compute_recommendations(model, trees, ov));
+    }
+    const bool device_columns = an::operator_view_has_device_columns(model, trees);
+    if (wants("operators") || wants("operators_by_shape")) {
+      ojson ops;
+      ops["by_name"] = ojson::array();
+      for (const auto& r : an::operators_by_name(model, trees, device_columns))
+        ops["by_name"].push_back(operator_json(r, false));
+      ops["by_name_and_input_shape"] = ojson::array();
+      for (const auto& r : an::operators_by_name_and_input_shape(model, trees, device_columns))
+        ops["by_name_and_input_shape"].push_back(operator_json(r, true));
+      doc["operators"] = ops;
+    }
+    if (wants("kernels") || wants("kernels_by_operator")) {
+      ojson k;
+      k["by_name"] = ojson::array();
+      for (const auto& r : an::kernels_by_name(model, trees)) k["by_name"].push_back(kernel_json(r));
+      k["by_name_and_operator"] = ojson::array();
+      for (const auto& r : an::kernels_by_name_and_operator(model, trees))
+        k["by_name_and_operator"].push_back(kernel_op_json(r));
+      doc["kernels"] = k;
+    }
+    if (wants("memory")) doc["memory"] = memory_json(an::compute_memory(model, trees));
+    if (wants("modules")) {
+      const an::module_view_result mv = an::compute_module_view(model, trees);
+      doc["modules"] = ojson::array();
+      for (const auto& m : mv.rows) doc["modules"].push_back(module_json(m));
+    }
+    if (!c.run_files.empty() && (want_all || a.view == "distributed"))
+      doc["distributed"] = distributed_json(distributed_of(c, tree_options, overview_options));
+    if (!a.diff_path.empty() && (want_all || a.view == "diff")) {
+      const an::trace_model other = load_or_throw(a.diff_path);
+      const an::op_trees other_trees = an::build_op_tree(other, tree_options);
+      doc["diff"] = {{"baseline", c.path}, {"experimental", a.diff_path},
+                     {"rows", diff_json(an::compute_diff(trees, other_trees))}};
+    }
+    if (wants("diagnostics")) {
+      std::error_code ec;
+      const auto bytes = static_cast<std::uint64_t>(fs::file_size(c.path, ec));
+      doc["diagnostics"] = diagnostics_json(model, trees, load_seconds, ec ? 0 : bytes);
+    }
+
+    if (a.json) {
+      out << doc.dump(2) << '\n';
+      return 0;
+    }
+    if (a.csv) {
+      const std::map<std::string, std::pair<const char*, const char*>> table_of = {
+          {"overview", {"overview", "steps"}},
+          {"operators", {"operators", "by_name"}},
+          {"operators_by_shape", {"operators", "by_name_and_input_shape"}},
+          {"kernels", {"kernels", "by_name"}},
+          {"kernels_by_operator", {"kernels", "by_name_and_operator"}},
+          {"memory", {"memory", "devices"}},
+          {"diff", {"diff", "rows"}},
+      };
+      auto it = table_of.find(a.view);
+      if (it == table_of.end()) {
+        err << "kinetoscope analyze: view '" << a.view << "' has no table for --csv\n";
+        return 2;
+      }
+      if (a.view == "diff") {
+        ojson rows = ojson::array();
+        for (const auto& r : doc["diff"]["rows"]) {
+          ojson row;
+          row["name"] = r["name"];
+          for (const char* k : {"calls", "host_duration_us", "self_host_duration_us", "device_duration_us",
+                                "self_device_duration_us"})
+            for (const char* side : {"baseline", "experimental", "delta"})
+              row[std::string(k) + "_" + side] = r[k][side];
+          rows.push_back(row);
+        }
+        write_csv(rows, out);
+        return 0;
+      }
+      if (a.view == "memory") {
+        ojson rows = ojson::array();
+        for (const auto& d : doc["memory"]["devices"])
+          for (auto s : d["stats"]) {
+            ojson row;
+            row["device"] = d["device"];
+            for (const auto& [k, v] : s.items()) row[k] = v;
+            rows.push_back(row);
+          }
+        write_csv(rows, out);
+      } else {
+        write_csv(doc[it->second.first][it->second.second], out);
+      }
+      return 0;
+    }
+
+    out << "kinetoscope analyze: " << c.path << "  (run '" << c.run << "', worker '" << c.worker << "', span '"
+        << c.span << "')\n\n";
+    if (doc.contains("overview")) {
+      write_table("Step time breakdown (us)", doc["overview"]["steps"],
+                  {"name", "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
+                   "other", "total"},
+                  1000, out);
+      ojson avg = doc["overview"]["average"];
+      avg["name"] = "average";
+      write_table("Average step (us)", ojson::array({avg}),
+                  {"name", "kernel", "memcpy", "memset", "communication", "runtime", "dataloader", "cpu_exec",
+                   "other", "total"},
+                  1, out);
+      write_table("GPU summary", doc["overview"]["gpus"],
+                  {"id", "name", "compute_capability", "utilization_pct", "sm_efficiency_pct",
+                   "achieved_occupancy_pct", "tensor_cores_pct"},
+                  64, out);
+      out << "Recommendations\n";
+      if (doc["overview"]["recommendations"].empty() && doc["overview"]["extra_recommendations"].empty())
+        out << "  (none)\n";
+      for (const auto& r : doc["overview"]["recommendations"]) out << "  - " << r.get<std::string>() << '\n';
+      for (const auto& r : doc["overview"]["extra_recommendations"])
+        out << "  - (kinetoscope) " << r.get<std::string>() << '\n';
+      out << '\n';
+    }
+    if (doc.contains("operators")) {
+      const bool by_shape = a.view == "operators_by_shape";
+      write_table(by_shape ? "Operators by name and input shape" : "Operators (top 20 by device/host self time)",
+                  doc["operators"][by_shape ? "by_name_and_input_shape" : "by_name"],
+                  by_shape ? std::vector<std::string>{"name", "input_shape", "calls", "host_self_us", "host_total_us",
+                                                      "device_self_us", "device_total_us"}
+                           : std::vector<std::string>{"name", "calls", "host_self_us", "host_total_us",
+                                                      "device_self_us", "device_total_us", "tc_eligible"},
+                  20, out);
+    }
+    if (doc.contains("kernels") && (!doc["kernels"]["by_name"].empty() || !want_all)) {
+      const bool by_op = a.view == "kernels_by_operator";
+      write_table(by_op ? "Kernels by name and operator" : "Kernels (top 20 by total time)",
+                  doc["kernels"][by_op ? "by_name_and_operator" : "by_name"],
+                  by_op ? std::vector<std::string>{"name", "operator", "grid", "block", "calls", "total_us", "mean_us"}
+                        : std::vector<std::string>{"name", "calls", "total_us", "mean_us", "max_us", "min_us",
+                                                   "blocks_per_sm", "occupancy_pct", "tensor_cores_used"},
+                  20, out);
+    }
+    if (doc.contains("memory") && a.view == "memory") {
+      ojson rows = ojson::array();
+      for (const auto& d : doc["memory"]["devices"]) {
+        ojson r;
+        r["device"] = d["device"];
+        r["peak_allocated_bytes"] = d["peak_allocated_bytes"];
+        r["peak_reserved_bytes"] = d["peak_reserved_bytes"];
+        r["curve_points"] = d["curve"].size();
+        rows.push_back(r);
+      }
+      write_table("Memory", rows, {"device", "peak_allocated_bytes", "peak_reserved_bytes", "curve_points"}, 64, out);
+    }
+    if (doc.contains("modules") && a.view == "modules") out << doc["modules"].dump(2) << '\n';
+    if (doc.contains("distributed") && a.view == "distributed") {
+      if (!doc["distributed"]["available"].get<bool>())
+        out << "Distributed view: " << doc["distributed"]["reason"].get<std::string>() << '\n';
+      for (const auto& w : doc["distributed"]["workers"]) {
+        ojson rows = ojson::array({w["overlap"]});
+        write_table("Worker " + w["worker"].get<std::string>() + ": computation/communication overlap (us)", rows,
+                    {"computation_us", "overlap_us", "communication_us", "other_us"}, 1, out);
+        write_table("Worker " + w["worker"].get<std::string>() + ": communication operations", w["comm_ops"],
+                    {"name", "calls", "total_size_bytes", "total_latency_us", "data_transfer_us"}, 50, out);
+      }
+    }
+    if (doc.contains("diff") && (a.view == "diff" || want_all)) {
+      ojson rows = ojson::array();
+      for (const auto& r : doc["diff"]["rows"])
+        rows.push_back({{"name", r["name"]},
+                        {"calls_base", r["calls"]["baseline"]},
+                        {"calls_exp", r["calls"]["experimental"]},
+                        {"host_us_base", r["host_duration_us"]["baseline"]},
+                        {"host_us_exp", r["host_duration_us"]["experimental"]},
+                        {"device_us_base", r["device_duration_us"]["baseline"]},
+                        {"device_us_exp", r["device_duration_us"]["experimental"]}});
+      write_table("Diff (baseline " + c.path + " vs " + a.diff_path + ")", rows,
+                  {"name", "calls_base", "calls_exp", "host_us_base", "host_us_exp", "device_us_base",
+                   "device_us_exp"},
+                  40, out);
+    }
+    if (doc.contains("diagnostics") && a.view == "diagnostics") out << doc["diagnostics"].dump(2) << '\n';
+    return 0;
+  } catch (const std::exception& e) {
+    err << "kinetoscope analyze: " << e.what() << '\n';
+    return 1;
+  }
+}
+
+}  // namespace kinetoscope::cli

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The kinetoscope command: `kinetoscope analyze ...` today; the viewer server
+// (`kinetoscope --logdir DIR`) arrives with the server issue.
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/analyze.hpp"
+
+namespace {
+void usage(std::ostream& out) {
+  out << "usage: kinetoscope <command> [options]\n"
+         "commands:\n"
+         "  analyze PATH   torch-tb-profiler's numbers for a trace file or run folder\n"
+         "                 (kinetoscope analyze --help for its options)\n"
+         "  --version      print the version\n";
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    usage(args.empty() ? std::cerr : std::cout);
+    return args.empty() ? 2 : 0;
+  }
+  if (args[0] == "--version") {
+    std::cout << "kinetoscope 0.1.0\n";
+    return 0;
+  }
+  if (args[0] == "analyze") {
+    args.erase(args.begin());
+    if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+      std::cout << kinetoscope::cli::analyze_usage();
+      return 0;
+    }
+    return kinetoscope::cli::run_analyze(args, std::cout, std::cerr);
+  }
+  std::cerr << "kinetoscope: unknown command '" << args[0] << "'\n";
+  usage(std::cerr);
+  return 2;
+}
