@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kinetoscope/key_averages.hpp"
+#include "shapes_text.hpp"
 
 namespace kinetoscope {
 namespace {
@@ -149,20 +150,7 @@ void remove_duplicates(std::vector<node>& nodes) {
   }
 }
 
-std::string shapes_text(const std::vector<std::vector<std::int64_t>>& shapes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    if (i) s += ", ";
-    s += '[';
-    for (std::size_t j = 0; j < shapes[i].size(); ++j) {
-      if (j) s += ", ";
-      s += std::to_string(shapes[i][j]);
-    }
-    s += ']';
-  }
-  s += ']';
-  return s;
-}
+using detail::shapes_text;
 
 /// Adds `e` into `row`; the first event of a row supplies its key and flags.
 template <class E>

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kinetoscope/key_averages.hpp"
+#include "shapes_text.hpp"
 
 namespace kinetoscope {
 namespace {
@@ -112,21 +113,7 @@ std::string format_memory(std::int64_t nbytes, bool modern) {
   return std::to_string(nbytes) + (modern ? " B" : " b");
 }
 
-/// str(input_shapes) in Python: "[[5, 64, 56, 56], [64, 64, 3, 3], []]".
-std::string shapes_text(const std::vector<std::vector<std::int64_t>>& shapes) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shapes.size(); ++i) {
-    if (i) s += ", ";
-    s += '[';
-    for (std::size_t j = 0; j < shapes[i].size(); ++j) {
-      if (j) s += ", ";
-      s += std::to_string(shapes[i][j]);
-    }
-    s += ']';
-  }
-  s += ']';
-  return s;
-}
+using detail::shapes_text;
 
 /// trim_path: keep the last `width` characters, the first three of them replaced by "...".
 std::string trim_path(std::string_view path, std::int64_t width) {
