@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "analysis/loader.hpp"
+#include "analysis/loader_stats.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
@@ -677,6 +678,152 @@ TEST_CASE("loader: big files are parsed while they are read or inflated") {
     CHECK(r.error->reason.find("gzip") != std::string::npos);
   }
   fs::remove_all(dir);
+}
+
+namespace {
+
+/// A trace exercising the streamed loader's chunk boundaries: escapes and "},{" inside strings,
+/// long numbers, one event far bigger than a chunk, top-level keys before and after traceEvents.
+std::string stream_test_trace(bool keys_after) {
+  std::string ev;
+  for (int i = 0; i < 300; ++i) {
+    if (i > 0) ev += i % 3 == 0 ? ",\n  " : ",";
+    const std::string ts = std::to_string(1000000 + (i * 7919) % 1000) + ".123456789012345";
+    if (i % 17 == 5) {
+      ev += R"({"ph": "X", "cat": "cpu_op", "name": "esc \"},{\" \\ \u00e9 )" + std::to_string(i) +
+            R"(", "pid": 1, "tid": "stream 7", "ts": )" + ts + R"(, "dur": 1.5e1})";
+    } else if (i == 150) {  // one event much bigger than a chunk
+      ev += R"({"ph": "X", "cat": "cpu_op", "name": "huge", "pid": 1, "tid": 2, "ts": )" + ts +
+            R"(, "dur": 3, "args": {"Call stack": ")" + std::string(20000, 'x') + R"(},{y"}})";
+    } else if (i % 5 == 0) {
+      ev += R"({"ph": "X", "cat": "Kernel", "name": "k)" + std::to_string(i % 4) +
+            R"(", "pid": 0, "tid": 7, "ts": )" + ts +
+            R"(, "dur": 2, "args": {"grid": [1, 2, 3], "correlation": 123456789012, "External id": )" +
+            std::to_string(i) + "}}";
+    } else {
+      ev += R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i % 9) + R"(", "pid": 1, "tid": 2, "ts": )" +
+            ts + R"(, "dur": 1, "args": {"Input Dims": [[1, 2], []], "External id": )" + std::to_string(i) + "}}";
+    }
+  }
+  const std::string before = R"("schemaVersion": 1, "distributedInfo": {"backend": "nccl", "rank": 3, "world_size": 8},)";
+  const std::string after =
+      R"("deviceProperties": [{"name": "A},{B", "totalGlobalMem": 1}, {"name": "C"}], "baseTimeNanoseconds": 1700000000000000000)";
+  if (keys_after) return "{" + before + "\n\"traceEvents\": [\n  " + ev + "\n],\n" + after + "}\n";
+  return "{" + before + after + ",\n\"traceEvents\": [" + ev + "]}";
+}
+
+void check_same_meta(const trace_model& a, const trace_model& b) {
+  REQUIRE(a.devices.size() == b.devices.size());
+  for (std::size_t i = 0; i < a.devices.size(); ++i) CHECK(a.devices[i].name == b.devices[i].name);
+  CHECK(a.distributed.has_value() == b.distributed.has_value());
+  if (a.distributed && b.distributed) CHECK(a.distributed->rank == b.distributed->rank);
+  CHECK(a.base_time_ns == b.base_time_ns);
+  CHECK(a.schema_version == b.schema_version);
+  CHECK(a.legacy_array == b.legacy_array);
+  CHECK(a.diagnostics.messages == b.diagnostics.messages);
+  for (std::size_t i = 0; i < a.events.size() && i < b.events.size(); ++i) {
+    CHECK(a.str(a.events[i].name) == b.str(b.events[i].name));
+    CHECK(a.events[i].dur == b.events[i].dur);
+    CHECK(a.events[i].tid == b.events[i].tid);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("loader: streamed input with tiny chunks (boundaries inside strings, escapes, numbers)") {
+  using kinetoscope::analysis::detail::streamed_loads;
+  for (bool keys_after : {false, true}) {
+    CAPTURE(keys_after);
+    const std::string text = stream_test_trace(keys_after);
+    const trace_model ref = load_ok(text, {.window_bytes = 0});
+    REQUIRE(ref.events.size() == 300);
+    CHECK(ref.devices.size() == 2);
+    CHECK(ref.base_time_ns == 1700000000000000000);
+    const std::string gz = gzip_bytes(text);
+    const std::string two = gzip_bytes(text.substr(0, text.size() / 3)) + gzip_bytes(text.substr(text.size() / 3));
+    for (std::size_t window : {1, 7, 16, 61, 100, 257, 1000, 4096}) {
+      CAPTURE(window);
+      for (const std::string* input : {&text, &gz, &two}) {
+        const std::uint64_t before = streamed_loads.load();
+        const trace_model m = load_ok(*input, {.window_bytes = window});
+        CHECK(streamed_loads.load() == before + 1);  // streamed, not the whole-text fallback
+        check_same_model(ref, m);
+        check_same_meta(ref, m);
+      }
+    }
+    // The same through a file (read on the stream's thread).
+    const fs::path path = fs::temp_directory_path() / ("kinetoscope-stream-" + std::to_string(::getpid()) + ".json.gz");
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << gz;
+    }
+    const std::uint64_t before = streamed_loads.load();
+    load_result r = load_trace(path.string(), {.window_bytes = 50});
+    fs::remove(path);
+    REQUIRE(r.ok());
+    CHECK(streamed_loads.load() == before + 1);
+    check_same_model(ref, *r.model);
+    check_same_meta(ref, *r.model);
+  }
+  SUBCASE("legacy bare array") {
+    const std::string text = R"([{"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 5, "dur": 1},
+      {"ph": "X", "name": "b},{\"", "pid": 1, "tid": 1, "ts": 2, "dur": 1}, {"ph": "i", "name": "c", "ts": 3}])";
+    const trace_model ref = load_ok(text, {.window_bytes = 0});
+    for (std::size_t window : {1, 5, 33}) {
+      const trace_model m = load_ok(text, {.window_bytes = window});
+      check_same_model(ref, m);
+      check_same_meta(ref, m);
+      CHECK(m.legacy_array);
+    }
+  }
+}
+
+TEST_CASE("loader: errors and repairs across stream chunk boundaries") {
+  const std::string text = stream_test_trace(true);
+  SUBCASE("syntax error: offset and event index as in the whole-text parse") {
+    std::string broken = text;
+    const std::size_t at = broken.find("\"ph\": \"X\"", broken.size() * 2 / 3);
+    REQUIRE(at != std::string::npos);
+    broken[at + 4] = '@';
+    const load_error ref = load_fails(broken, {.window_bytes = 0});
+    for (std::size_t window : {7, 64, 1000}) {
+      CAPTURE(window);
+      const load_error e = load_fails(broken, {.window_bytes = window});
+      CHECK(e.byte_offset > at - 200);
+      CHECK(e.byte_offset < at + 200);
+      CHECK(e.event_index > 0);
+      const load_error g = load_fails(gzip_bytes(broken), {.window_bytes = window});
+      CHECK(g.byte_offset == e.byte_offset);
+      CHECK(g.reason == e.reason);
+    }
+    CHECK(ref.byte_offset > at - 200);
+  }
+  SUBCASE("truncated") {
+    const std::string cut = text.substr(0, text.size() * 3 / 4);
+    for (std::size_t window : {7, 64, 1000}) {
+      CAPTURE(window);
+      const load_error e = load_fails(cut, {.window_bytes = window});
+      CHECK(e.reason.find("truncated") != std::string::npos);
+      CHECK(e.byte_offset == cut.size());
+      CHECK(e.event_index > 100);
+    }
+  }
+  SUBCASE("invalid UTF-8 and raw control characters far from the start are repaired") {
+    std::string damaged = text;
+    const std::size_t at = damaged.find("\"name\": \"op3\"", damaged.size() / 2);
+    REQUIRE(at != std::string::npos);
+    damaged[at + 10] = '\xff';
+    const std::size_t ctrl = damaged.find("\"name\": \"op5\"", damaged.size() * 3 / 4);
+    REQUIRE(ctrl != std::string::npos);
+    damaged[ctrl + 10] = '\t';  // a raw control character inside a string
+    for (std::size_t window : {0, 16, 300}) {
+      CAPTURE(window);
+      const trace_model m = load_ok(damaged, {.window_bytes = window});
+      CHECK(m.events.size() == 300);
+      CHECK(warnings(m, "invalid UTF-8 bytes replaced with '?'") == 1);
+      CHECK(warnings(m, "raw control characters inside strings replaced with spaces") == 1);
+    }
+  }
 }
 
 TEST_CASE("loader: model interning") {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Trace loader: bytes -> (gunzip) -> repairs -> simdjson On-Demand -> trace_model.
-// Helpers: loader_text.hpp (buffer, gzip, repairs), loader_reader.hpp (the reader class).
+// Helpers: loader_text.hpp (buffer, gzip, repairs), loader_reader.hpp (the reader class),
+// loader_top.hpp (top-level keys), loader_stream.hpp (bounded-memory chunked input).
 // This file: the event reader's loops (hot path), the whole-document and windowed drivers,
-// the repair-and-retry loop and the public functions.
+// the streamed load (big files: the text is never whole in memory), the repair-and-retry loop
+// over the whole text (damaged or unusual files) and the public functions.
 #include "analysis/loader.hpp"
 
 #include <fcntl.h>
@@ -12,6 +14,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -20,6 +23,7 @@
 
 #include "analysis/loader_reader.hpp"
 #include "analysis/loader_text.hpp"
+#include "analysis/loader_top.hpp"
 
 namespace kinetoscope::analysis {
 
@@ -319,116 +323,6 @@ void reader::finish_event() {
   }
 }
 
-// --- top level ----------------------------------------------------------------------------
-
-error_code reader::read_devices(od::value& v) {
-  od::array arr;
-  if (v.get_array().get(arr) != SUCCESS) {
-    warn("wrong type", "deviceProperties");
-    return SUCCESS;
-  }
-  meta_.devices.clear();
-  for (auto er : arr) {
-    od::value dv;
-    if (auto e = std::move(er).get(dv)) return e;
-    device_info d;
-    od::object obj;
-    if (dv.get_object().get(obj) == SUCCESS) {
-      d.present = true;
-      for (auto fr : obj) {
-        od::field f;
-        if (auto e = std::move(fr).get(f)) return e;
-        const std::string_view key = key_of(f.key());
-        od::value& fv = f.value();
-        if (key == "name") {
-          std::string_view s;
-          d.has_name = get_str(fv, s, tmp_buf_);
-          if (d.has_name) d.name = std::string(s);
-        } else if (key == "totalGlobalMem") {
-          d.has_total_global_mem = get_i64(fv, d.total_global_mem, "totalGlobalMem");
-        } else if (key == "computeMajor") {
-          d.has_compute_major = get_i64(fv, d.compute_major, "computeMajor");
-        } else if (key == "computeMinor") {
-          d.has_compute_minor = get_i64(fv, d.compute_minor, "computeMinor");
-        } else if (key == "numSms") {
-          get_i64(fv, d.num_sms, "numSms");
-        } else if (key == "maxThreadsPerMultiprocessor") {
-          get_i64(fv, d.max_threads_per_multiprocessor, "maxThreadsPerMultiprocessor");
-        }
-      }
-    }
-    meta_.devices.push_back(std::move(d));
-  }
-  return SUCCESS;
-}
-
-error_code reader::read_distributed(od::value& v) {
-  od::object obj;
-  if (v.get_object().get(obj) != SUCCESS) {
-    warn("wrong type", "distributedInfo");
-    return SUCCESS;
-  }
-  distributed_meta d;
-  for (auto fr : obj) {
-    od::field f;
-    if (auto e = std::move(fr).get(f)) return e;
-    const std::string_view key = key_of(f.key());
-    od::value& fv = f.value();
-    if (key == "backend") {
-      std::string_view s;
-      if (get_str(fv, s, tmp_buf_)) d.backend = std::string(s);
-    } else if (key == "rank") {
-      get_i64(fv, d.rank, "rank");
-    } else if (key == "world_size") {
-      get_i64(fv, d.world_size, "world_size");
-    }
-  }
-  meta_.distributed = std::move(d);
-  return SUCCESS;
-}
-
-error_code reader::read_top_field(std::string_view key, od::value& v) {
-  if (key == "deviceProperties") return read_devices(v);
-  if (key == "distributedInfo") return read_distributed(v);
-  if (key == "schemaVersion") {
-    get_i64(v, meta_.schema_version, "schemaVersion");
-  } else if (key == "baseTimeNanoseconds") {
-    get_i64(v, meta_.base_time_ns, "baseTimeNanoseconds");
-  } else if (key == "Framework") {
-    std::string_view s;
-    if (get_str(v, s, tmp_buf_)) meta_.lightning = s == "pytorch-lightning";
-  }
-  return SUCCESS;
-}
-
-/// Parses a small object holding top-level keys (the text before or after traceEvents).
-bool reader::parse_top_doc(const std::string& text) {
-  od::parser parser;
-  const simdjson::padded_string padded(text);
-  od::document doc;
-  if (parser.iterate(padded).get(doc) != SUCCESS) return false;
-  od::object obj;
-  if (doc.get_object().get(obj) != SUCCESS) return false;
-  const char* saved_end = end_;
-  end_ = padded.data() + padded.size() + padding;
-  bool ok = true;
-  for (auto fr : obj) {
-    od::field f;
-    if (std::move(fr).get(f) != SUCCESS) {
-      ok = false;
-      break;
-    }
-    const std::string_view key = key_of(f.key());
-    if (key != "traceEvents" && read_top_field(key, f.value()) != SUCCESS) {
-      ok = false;
-      break;
-    }
-  }
-  end_ = saved_end;
-  const char* loc = nullptr;
-  return ok && doc.current_location().get(loc) == simdjson::OUT_OF_BOUNDS;
-}
-
 // --- drivers ------------------------------------------------------------------------------
 
 void reader::fail(failure& f, error_code e, od::document* doc, const char* region_begin) {
@@ -438,10 +332,10 @@ void reader::fail(failure& f, error_code e, od::document* doc, const char* regio
   if (e == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || e == simdjson::UNCLOSED_STRING) {
     f.offset = size_;  // the text ended too early
   } else if (doc != nullptr && doc->current_location().get(loc) == SUCCESS && loc >= base_ &&
-             loc <= base_ + size_) {
-    f.offset = static_cast<std::uint64_t>(loc - base_);
+             loc <= base_ + (avail_ - shift_)) {
+    f.offset = offset_of(loc);
   } else {
-    f.offset = region_begin != nullptr ? static_cast<std::uint64_t>(region_begin - base_) : 0;
+    f.offset = region_begin != nullptr ? offset_of(region_begin) : 0;
   }
 }
 
@@ -528,53 +422,64 @@ bool reader::run_whole(failure& f) {
 /// The ',' of the next `}` <ws> `,` <ws> `{` at or after `from` (a likely event boundary).
 std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
   while (from < limit) {
-    const std::size_t chunk_end = std::min(limit, from + (std::size_t{1} << 20));
+    const std::size_t chunk_end = std::min(limit, from + (std::size_t{64} << 10));
     const std::size_t look_end = std::min(limit, chunk_end + 4096);  // whitespace lookahead
     if (!need(look_end)) return npos;
-    const auto* q = static_cast<const char*>(std::memchr(base_ + from, '}', chunk_end - from));
+    const auto* q = static_cast<const char*>(std::memchr(at(from), '}', chunk_end - from));
     if (q == nullptr) {
       from = chunk_end;
       continue;
     }
-    std::size_t i = static_cast<std::size_t>(q - base_) + 1;
-    while (i < look_end && is_space(base_[i])) ++i;
-    if (i < look_end && base_[i] == ',') {
+    std::size_t i = offset_of(q) + 1;
+    while (i < look_end && is_space(*at(i))) ++i;
+    if (i < look_end && *at(i) == ',') {
       std::size_t j = i + 1;
-      while (j < look_end && is_space(base_[j])) ++j;
-      if (j < look_end && base_[j] == '{') return i;
+      while (j < look_end && is_space(*at(j))) ++j;
+      if (j < look_end && *at(j) == '{') return i;
     }
-    from = static_cast<std::size_t>(q - base_) + 1;
+    from = offset_of(q) + 1;
   }
   return npos;
 }
 
 /// The ']' closing traceEvents, found from the end by parsing the text after it as the rest of
-/// the top-level object; npos when that fails (the text is truncated or unusual).
+/// the top-level object; npos when that fails (the text is truncated or unusual). Of the
+/// candidates that parse, the earliest within 1 MB wins: a later one may close an array among
+/// the keys after traceEvents ("deviceProperties": [...]).
 std::size_t reader::find_tail(std::size_t events_begin) {
   std::size_t j = size_;
-  while (j > 0 && (is_space(base_[j - 1]) || base_[j - 1] == '\0')) --j;
-  if (j == 0 || base_[j - 1] != '}') return npos;
+  while (j > events_begin && (is_space(*at(j - 1)) || *at(j - 1) == '\0')) --j;
+  if (j == events_begin || *at(j - 1) != '}') return npos;
+  const snapshot s0 = take_snapshot();
+  const top_meta meta0 = meta_;
+  std::size_t best = npos;
+  std::optional<snapshot> best_state;
+  top_meta best_meta;
   std::size_t q = j - 1;
   for (int tries = 0; tries < 64; ++tries) {
-    const void* r = ::memrchr(base_ + events_begin, ']', q - events_begin);
-    if (r == nullptr) return npos;
-    q = static_cast<std::size_t>(static_cast<const char*>(r) - base_);
-    if (j - q > (std::size_t{64} << 20)) return npos;
+    const void* r = ::memrchr(at(events_begin), ']', q - events_begin);
+    if (r == nullptr) break;
+    q = offset_of(r);
+    if (j - q > (std::size_t{64} << 20) || (best != npos && best - q > (std::size_t{1} << 20))) break;
     std::size_t k = q + 1;
-    while (k < j && is_space(base_[k])) ++k;
-    if (base_[k] != '}' && base_[k] != ',') continue;
-    const snapshot s = take_snapshot();
-    const top_meta saved = meta_;
-    if (parse_top_doc("{\"traceEvents\":[]" + std::string(base_ + q + 1, j - q - 1))) return q;
-    meta_ = saved;
-    restore(s);
+    while (k < j && is_space(*at(k))) ++k;
+    if (*at(k) != '}' && *at(k) != ',') continue;
+    restore(s0);
+    meta_ = meta0;
+    if (parse_top_doc("{\"traceEvents\":[]" + std::string(at(q + 1), j - q - 1))) {
+      best = q;
+      best_state = take_snapshot();
+      best_meta = meta_;
+    }
   }
-  return npos;
+  restore(best_state ? *best_state : s0);
+  meta_ = best_state ? std::move(best_meta) : meta0;
+  return best;
 }
 
 error_code reader::parse_window(std::size_t begin, std::size_t end, failure& f) {
   od::document doc;
-  const char* p = base_ + begin;
+  const char* p = at(begin);
   if (auto e = parser_.iterate(p, end - begin + 1, alloc_ - begin).get(doc)) {
     fail(f, e, nullptr, p);
     return e;
@@ -593,93 +498,136 @@ error_code reader::parse_window(std::size_t begin, std::size_t end, failure& f) 
 error_code reader::try_window(std::size_t pos, std::size_t end, bool last, std::vector<std::size_t>& edits,
                               failure& f) {
   if (!last) {
-    base_[end] = ']';
+    *at(end) = ']';
     edits.push_back(end);
   }
-  if (!need(std::min(size_, end + 1 + padding))) return simdjson::IO_ERROR;
+  // (Streaming: the window is resident and padded even when the text ends within the padding.)
+  if (!need(std::min(size_, end + 1 + padding)) && stream_ == nullptr) return simdjson::IO_ERROR;
   return parse_window(pos, end, f);
 }
 
 bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
   // 1. The start: '[' (legacy bare array) or the object's keys up to "traceEvents": [.
-  const std::size_t head = std::min(size_, std::size_t{4} << 20);
-  if (!need(head)) return input_short(f, final_error);
+  keep_ = 0;
+  std::size_t head = std::min(size_, std::size_t{4} << 20);
+  if (!need(head)) {
+    if (stream_ == nullptr) return input_short(f, final_error);
+    head = avail_;  // a text shorter than the head
+  }
   std::size_t i = 0;
-  if (size_ >= 3 && std::memcmp(base_, "\xEF\xBB\xBF", 3) == 0) i = 3;
-  while (i < head && is_space(base_[i])) ++i;
+  if (head >= 3 && std::memcmp(at(0), "\xEF\xBB\xBF", 3) == 0) i = 3;
+  while (i < head && is_space(*at(i))) ++i;
   if (i >= head) return false;
   std::size_t events_begin = 0;
-  if (base_[i] == '[') {
+  if (*at(i) == '[') {
     legacy_ = true;
     events_begin = i;
-  } else if (base_[i] == '{') {
+  } else if (*at(i) == '{') {
     const std::string_view key = "\"traceEvents\"";
-    const void* found = ::memmem(base_ + i, head - i, key.data(), key.size());
+    const void* found = ::memmem(at(i), head - i, key.data(), key.size());
     if (found == nullptr && head < size_) {
-      if (!need(size_)) return input_short(f, final_error);
-      found = ::memmem(base_ + i, size_ - i, key.data(), key.size());
+      if (stream_ == nullptr) {
+        if (!need(size_)) return input_short(f, final_error);
+        found = ::memmem(at(i), size_ - i, key.data(), key.size());
+      } else {
+        // Streaming keeps the keys before traceEvents in memory: give up (to the whole-text
+        // parse) if they are implausibly big.
+        constexpr std::size_t head_limit = std::size_t{64} << 20;
+        while (found == nullptr && head < head_limit && !stream_->eof()) {
+          need(std::min(head_limit, head * 2));
+          head = std::min(head_limit, avail_);
+          found = ::memmem(at(i), head - i, key.data(), key.size());
+        }
+      }
     }
     if (found == nullptr) return false;
-    const std::size_t key_pos = static_cast<std::size_t>(static_cast<const char*>(found) - base_);
-    const std::size_t near = std::min(size_, key_pos + (std::size_t{64} << 10));
-    if (!need(near)) return input_short(f, final_error);
+    const std::size_t key_pos = offset_of(found);
+    std::size_t near = std::min(size_, key_pos + (std::size_t{64} << 10));
+    if (!need(near)) {
+      if (stream_ == nullptr) return input_short(f, final_error);
+      near = avail_;
+    }
     std::size_t k = key_pos + key.size();
-    while (k < near && is_space(base_[k])) ++k;
-    if (k >= near || base_[k] != ':') return false;
+    while (k < near && is_space(*at(k))) ++k;
+    if (k >= near || *at(k) != ':') return false;
     ++k;
-    while (k < near && is_space(base_[k])) ++k;
-    if (k >= near || base_[k] != '[') return false;
+    while (k < near && is_space(*at(k))) ++k;
+    if (k >= near || *at(k) != '[') return false;
     events_begin = k;
-    if (!parse_top_doc(std::string(base_ + i, key_pos - i) + "\"traceEvents\":[]}")) return false;
+    if (!parse_top_doc(std::string(at(i), key_pos - i) + "\"traceEvents\":[]}")) return false;
   } else {
     return false;
   }
-  // Windows [pos, end]: base_[pos] is '[' (the real one, or a ',' we overwrote), base_[end] is
+  // Windows [pos, end]: text[pos] is '[' (the real one, or a ',' we overwrote), text[end] is
   // the real closing ']' or a ',' overwritten with ']'. Undo the edits if we give up.
   std::vector<std::size_t> edits;
   auto undo = [&] {
-    for (std::size_t e : edits) base_[e] = ',';
+    for (std::size_t e : edits) {
+      if (e >= shift_) *at(e) = ',';
+    }
   };
   std::size_t pos = events_begin;
+  keep_ = pos;
+  auto bad_text = [](error_code e) { return e == simdjson::UTF8_ERROR || e == simdjson::UNESCAPED_CHARS; };
   // 2. While far from the end, windows need only the bytes up to their end (the text may still
-  // be arriving, see text_feed). A failure here only ends this phase: the window may have run
-  // past the end of traceEvents, which phase 3 locates.
+  // be arriving, see text_feed and text_stream). A failure here only ends this phase: the window
+  // may have run past the end of traceEvents, which phase 3 locates.
   constexpr std::size_t end_margin = std::size_t{1} << 20;
   while (pos + window + end_margin < size_) {
-    const std::size_t end = find_separator(pos + window, size_ - end_margin);
+    std::size_t end = find_separator(pos + window, size_ - end_margin);
     if (end == npos) break;
     const snapshot s = take_snapshot();
-    const error_code e = try_window(pos, end, false, edits, f);
-    if (e) {
+    error_code e = try_window(pos, end, false, edits, f);
+    // Streaming: phase 3 must hold the rest of the text, so first try longer windows (the
+    // separator may have been inside a string), as phase 3 does.
+    for (int tries = 0; e && tries < 8; ++tries) {
       restore(s);
-      base_[end] = ',';
+      *at(end) = ',';
       edits.pop_back();
-      if (e == simdjson::UTF8_ERROR || e == simdjson::UNESCAPED_CHARS) {
+      if (bad_text(e)) {
         undo();
         final_error = true;
         return false;
       }
       f = failure{};
+      if (stream_ == nullptr) break;
+      end = find_separator(end + 1, size_ - end_margin);
+      if (end == npos) break;
+      e = try_window(pos, end, false, edits, f);
+    }
+    if (e) {
+      if (end != npos && stream_ != nullptr) {  // the eighth try failed
+        restore(s);
+        *at(end) = ',';
+        edits.pop_back();
+        f = failure{};
+      }
       break;
     }
-    base_[end] = '[';
+    *at(end) = '[';
     pos = end;
+    keep_ = pos;
   }
   // 3. The end of traceEvents, from the end of the text.
-  if (!need(size_)) return input_short(f, final_error);
+  if (stream_ != nullptr) {
+    need(unknown_size);  // the rest of the text (small unless the file is unusual)
+    if (stream_->failed() || !stream_->eof()) return false;
+  } else if (!need(size_)) {
+    return input_short(f, final_error);
+  }
   std::size_t events_end = npos;
   bool truncated = false;
   if (legacy_) {
     std::size_t j = size_;
-    while (j > events_begin + 1 && is_space(base_[j - 1])) --j;
-    if (base_[j - 1] == ']') events_end = j - 1;
+    while (j > pos + 1 && is_space(*at(j - 1))) --j;
+    if (*at(j - 1) == ']') events_end = j - 1;
     else truncated = true;
   } else {
     events_end = find_tail(pos);
     if (events_end == npos) {
       std::size_t j = size_;
-      while (j > 0 && is_space(base_[j - 1])) --j;
-      if (base_[j - 1] == '}') {  // complete but unusual: let the whole parse decide
+      while (j > pos && is_space(*at(j - 1))) --j;
+      if (*at(j - 1) == '}') {  // complete but unusual: let the whole parse decide
         undo();
         return false;
       }
@@ -707,14 +655,14 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
       if (!e) break;
       restore(s);
       if (!last) {
-        base_[end] = ',';
+        *at(end) = ',';
         edits.pop_back();
       }
       if (e == simdjson::IO_ERROR) {
         undo();
         return input_short(f, final_error);
       }
-      if (e == simdjson::UTF8_ERROR || e == simdjson::UNESCAPED_CHARS) final_error = true;
+      if (bad_text(e)) final_error = true;
       if (final_error || last || tries >= 8) {
         undo();
         return false;
@@ -735,8 +683,9 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
       }
     }
     if (last) break;
-    base_[end] = '[';
+    *at(end) = '[';
     pos = end;
+    keep_ = pos;
   }
   return true;
 }
@@ -765,6 +714,21 @@ static load_result error_result(const std::string& name, std::string reason, std
   return out;
 }
 
+/// The end of a successful load: sort, meta, and the file-level warnings first.
+static load_result finish_load(reader& r, trace_model& model, const std::vector<std::string>& pre_warnings) {
+  // The event table was reserved from the text size; give back a generous overshoot.
+  if (model.events.capacity() > model.events.size() + model.events.size() / 4) model.events.shrink_to_fit();
+  r.finish();
+  for (const std::string& w : pre_warnings) {
+    ++model.diagnostics.warnings[w];
+    model.diagnostics.messages.insert(model.diagnostics.messages.begin(), "file: " + w);
+  }
+  if (model.diagnostics.messages.size() > 20) model.diagnostics.messages.resize(20);
+  load_result out;
+  out.model = std::move(model);
+  return out;
+}
+
 /// Parses `text` (still arriving when `feed` is given), repairing and retrying as needed.
 static load_result parse_text(text_buffer& text, const std::string& name, const load_options& options,
                               std::vector<std::string> pre_warnings, text_feed* feed = nullptr) {
@@ -789,17 +753,7 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
     }
     if (ok) {
       text.release();  // before the sort: peak memory = text + model
-      // The event table was reserved from the text size; give back a generous overshoot.
-      if (model.events.capacity() > model.events.size() + model.events.size() / 4) model.events.shrink_to_fit();
-      r.finish();
-      for (const std::string& w : pre_warnings) {
-        ++model.diagnostics.warnings[w];
-        model.diagnostics.messages.insert(model.diagnostics.messages.begin(), "file: " + w);
-      }
-      if (model.diagnostics.messages.size() > 20) model.diagnostics.messages.resize(20);
-      load_result out;
-      out.model = std::move(model);
-      return out;
+      return finish_load(r, model, pre_warnings);
     }
     if (f.code == simdjson::UTF8_ERROR && !fixed_utf8) {
       fixed_utf8 = true;
@@ -833,6 +787,32 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
     out.error = std::move(err);
     return out;
   }
+}
+
+/// Streaming (text_stream): the bytes read per chunk, from the window size (tests use tiny windows
+/// to exercise chunk boundaries).
+static std::size_t stream_chunk(const load_options& o) { return o.window_bytes * 4; }
+
+/// Parses the text of `src` with bounded memory; nullopt when that fails for any reason (a
+/// damaged or unusual file): the caller then loads the whole text the usual way, which repairs
+/// what it can and reports errors with their exact position.
+static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src, std::size_t size_hint,
+                                                const load_options& options) {
+  const std::size_t window = options.window_bytes;
+  // The gap holds the tail carried from one chunk to the next: a window plus the separator scan.
+  text_stream stream(std::move(src), stream_chunk(options), window + (std::size_t{96} << 10));
+  trace_model model;
+  try {
+    if (size_hint > 0) model.events.reserve(events_estimate(size_hint));
+  } catch (const std::bad_alloc&) {
+  }
+  reader r(model, stream);
+  if (!r.run_streamed(window)) return std::nullopt;
+  std::vector<std::string> warnings;
+  if (!stream.warning().empty()) warnings.push_back(stream.warning());
+  stream.close();
+  ++streamed_loads;
+  return finish_load(r, model, warnings);
 }
 
 /// Texts at least this big are parsed while they are still being read or inflated.
@@ -918,6 +898,51 @@ static std::optional<load_result> load_plain_async(const std::string& path, cons
   return parse_text(text, path, options, {}, &feed);
 }
 
+/// Big files (plain or gzip) through text_stream; nullopt when the file is small or not regular,
+/// or the streamed parse gave up (then the file is loaded whole).
+static std::optional<load_result> load_file_streamed(const std::string& path, const load_options& options) {
+  if (options.window_bytes == 0) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat sb {};
+  unsigned char magic[2] = {0, 0};
+  if (::fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || ::pread(fd, magic, 2, 0) != 2) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  const auto size = static_cast<std::size_t>(sb.st_size);
+  std::size_t text_size = size;
+  const bool gz = is_gzip(magic, 2);
+  if (gz) {
+    unsigned char tail[4] = {0, 0, 0, 0};
+    const std::size_t isize = size >= 18 && ::pread(fd, tail, 4, static_cast<off_t>(size - 4)) == 4
+                                  ? std::size_t{tail[0]} | std::size_t{tail[1]} << 8 |
+                                        std::size_t{tail[2]} << 16 | std::size_t{tail[3]} << 24
+                                  : 0;
+    text_size = isize >= size ? isize : size * 4;  // ISIZE is mod 2^32, and the last member's only
+  }
+  if (text_size <= stream_chunk(options)) {
+    ::close(fd);
+    return std::nullopt;
+  }
+  std::unique_ptr<byte_source> src = std::make_unique<fd_source>(fd);
+  if (gz) src = std::make_unique<gzip_source>(std::move(src));
+  return load_streamed(std::move(src), text_size, options);
+}
+
+/// load_trace_buffer's streamed path (see load_file_streamed).
+static std::optional<load_result> load_buffer_streamed(std::string_view bytes, const load_options& options) {
+  if (options.window_bytes == 0) return std::nullopt;
+  const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+  const bool gz = is_gzip(b, bytes.size());
+  const std::size_t isize = gz ? gzip_isize(b, bytes.size()) : 0;
+  const std::size_t text_size = !gz ? bytes.size() : (isize >= bytes.size() ? isize : bytes.size() * 4);
+  if (text_size <= stream_chunk(options)) return std::nullopt;
+  std::unique_ptr<byte_source> src = std::make_unique<memory_source>(bytes.data(), bytes.size());
+  if (gz) src = std::make_unique<gzip_source>(std::move(src));
+  return load_streamed(std::move(src), text_size, options);
+}
+
 }  // namespace detail
 
 using detail::error_result;
@@ -930,6 +955,7 @@ using detail::text_buffer;
 
 load_result load_trace(const std::string& path, const load_options& options) {
   try {
+    if (auto r = detail::load_file_streamed(path, options)) return std::move(*r);
     if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
     text_buffer raw;
     const std::string why = read_file(path, raw, static_cast<std::size_t>(-1));
@@ -942,6 +968,7 @@ load_result load_trace(const std::string& path, const load_options& options) {
 
 load_result load_trace_buffer(std::string_view bytes, const std::string& name, const load_options& options) {
   try {
+    if (auto r = detail::load_buffer_streamed(bytes, options)) return std::move(*r);
     text_buffer raw;
     if (!raw.reserve(bytes.size())) return error_result(name, "out of memory");
     if (!bytes.empty()) std::memcpy(raw.data(), bytes.data(), bytes.size());

@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/loader_stream.hpp"
 #include "analysis/loader_text.hpp"  // includes simdjson (see there)
 #include "analysis/model.hpp"
 
@@ -214,7 +215,10 @@ class reader {
  public:
   /// `feed`, when given, is still filling `text` (see text_feed): the reader waits for bytes.
   reader(trace_model& m, char* text, std::size_t size, std::size_t alloc, text_feed* feed = nullptr)
-      : m_(m), base_(text), size_(size), alloc_(alloc), end_(text + alloc), feed_(feed) {}
+      : m_(m), base_(text), size_(size), alloc_(alloc), end_(text + alloc), feed_(feed), avail_(size) {}
+  /// Streaming: the text arrives through `stream`, only a window of it resident at a time.
+  reader(trace_model& m, text_stream& stream)
+      : m_(m), base_(nullptr), size_(unknown_size), alloc_(0), end_(nullptr), feed_(nullptr), stream_(&stream) {}
 
   /// Windowed parse first (when window > 0), the whole-document parse as the fallback.
   bool run(std::size_t window, failure& f) {
@@ -226,6 +230,14 @@ class reader {
       f = failure{};
     }
     return run_whole(f);
+  }
+
+  /// The windowed parse over a text_stream; false when it cannot be done that way (then the
+  /// caller loads the whole text and parses it with run(), which also gives exact errors).
+  bool run_streamed(std::size_t window) {
+    failure f;
+    bool final_error = false;
+    return run_windows(window, f, final_error) && !stream_->failed() && stream_->eof();
   }
 
   /// After a successful run (the text may already be freed): sort, fill diagnostics and meta.
@@ -275,6 +287,11 @@ class reader {
   std::size_t alloc_;
   const char* end_;
   text_feed* feed_;
+  text_stream* stream_ = nullptr;
+  std::size_t shift_ = 0;  ///< text offset of base_[0] (streaming; 0 otherwise)
+  std::size_t avail_ = 0;  ///< text bytes [0, avail_) have arrived
+  std::size_t keep_ = 0;   ///< streaming: text before this offset may be dropped
+  static constexpr std::size_t unknown_size = std::numeric_limits<std::size_t>::max() / 4;
   od::parser parser_;
   pending p_;
   std::vector<cat_entry> cats_;
@@ -560,7 +577,20 @@ class reader {
   std::size_t find_separator(std::size_t from, std::size_t limit);
   error_code try_window(std::size_t pos, std::size_t end, bool last, std::vector<std::size_t>& edits, failure& f);
   /// Waits until text bytes [0, n) are there; false if the input ended early.
-  bool need(std::size_t n) { return feed_ == nullptr || feed_->ensure(n); }
+  bool need(std::size_t n) {
+    if (stream_ == nullptr) return feed_ == nullptr || feed_->ensure(n);
+    if (n <= avail_) return true;
+    const bool ok = stream_->ensure(n, keep_);
+    base_ = stream_->data();
+    shift_ = stream_->shift();
+    avail_ = stream_->avail();
+    alloc_ = shift_ + stream_->capacity();
+    if (stream_->eof()) size_ = avail_;
+    return ok;
+  }
+  /// The text byte at offset `i` (resident: shift_ <= i < avail_ + padding).
+  char* at(std::size_t i) const { return base_ + (i - shift_); }
+  std::size_t offset_of(const void* p) const { return static_cast<std::size_t>(static_cast<const char*>(p) - base_) + shift_; }
   bool input_short(failure& f, bool& final_error) {
     f = failure{simdjson::IO_ERROR, "the input ended before its announced size", size_, -1};
     final_error = true;
