@@ -54,6 +54,13 @@ bool is_operator_type_node(const op_node& n) {
          n.kind != node_kind::pl_profile && n.kind != node_kind::root && n.kind != node_kind::backward;
 }
 
+/// std::stable_sort, skipped when the range is already in order (the common case: nodes are
+/// added in time order), which gives the same sequence without the sort's buffer.
+template <class It, class Less>
+void stable_sort_if_needed(It first, It last, Less less) {
+  if (!std::is_sorted(first, last, less)) std::stable_sort(first, last, less);
+}
+
 bool by_start_then_longer(double s1, double e1, double s2, double e2) {
   if (s1 != s2) return s1 < s2;
   return e1 > e2;
@@ -123,6 +130,54 @@ void builder::pass1() {
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> corr_to_device;
   std::vector<std::int64_t> corr_order;  // first-parking order (dict insertion order)
 
+  // Size the tables once (op_node is large: growing t_.nodes by doubling would move it a lot).
+  {
+    std::size_t devices = 0, runtimes = 0, hosts = 0;
+    for (const event& e : m_.events) {
+      switch (e.type) {
+        case event_type::kernel:
+        case event_type::memcpy:
+        case event_type::memset: ++devices; break;
+        case event_type::runtime: ++runtimes; break;
+        case event_type::op:
+        case event_type::user_annotation:
+        case event_type::python:
+        case event_type::module: ++hosts; break;
+        default: break;
+      }
+    }
+    t_.devices.reserve(devices);
+    t_.runtimes.reserve(runtimes + 1);  // + the stale kernels' dummy runtime
+    t_.nodes.reserve(hosts + 64);       // + roots and backward nodes (grows if more)
+    corr_to_runtime.reserve(runtimes);
+  }
+  // Name rules evaluated once per distinct string id, not once per event.
+  enum : std::uint8_t { known = 1, tc_kernel = 2, comm = 4, tc_allow = 8, dp = 16, ddp = 32 };
+  std::vector<std::uint8_t> name_flags(m_.strings.size(), 0);
+  auto flags_of = [&](std::uint32_t id) {
+    std::uint8_t& f = name_flags[id];
+    if (f == 0) {
+      const std::string_view name = m_.str(id);
+      f = known;
+      if (is_tc_kernel(name)) f |= tc_kernel;
+      if (is_plugin_comm_name(name)) f |= comm;
+      if (is_tc_eligible_op(name)) f |= tc_allow;
+      if (name == "DataParallel.forward") f |= dp;
+      if (name == "DistributedDataParallel.forward") f |= ddp;
+    }
+    return f;
+  };
+  // classify_host_event per (name, host type): 0 = not yet, 1 = no node, 2 + kind otherwise.
+  std::vector<std::uint8_t> kind_cache(m_.strings.size() * 4, 0);
+  auto host_slot = [](event_type t) -> std::size_t {
+    switch (t) {
+      case event_type::op: return 0;
+      case event_type::user_annotation: return 1;
+      case event_type::python: return 2;
+      default: return 3;
+    }
+  };
+
   for (std::uint32_t i = 0; i < m_.events.size(); ++i) {
     const event& e = m_.events[i];
     switch (e.type) {
@@ -142,7 +197,7 @@ void builder::pass1() {
         d.name = m_.str(e.name);
         d.start = e.ts;
         d.end = e.ts + e.dur;
-        d.tc_kernel = is_tc_kernel(d.name);
+        d.tc_kernel = (flags_of(e.name) & tc_kernel) != 0;
         t_.devices.push_back(d);
         auto idx = static_cast<std::uint32_t>(t_.devices.size() - 1);
         if (auto it = corr_to_runtime.find(e.correlation); it != corr_to_runtime.end()) {
@@ -170,7 +225,7 @@ void builder::pass1() {
           rt.devices = std::move(it->second);
           corr_to_device.erase(it);
           // The plugin sorts the parked device nodes by (start, -end) when creating the runtime.
-          std::stable_sort(rt.devices.begin(), rt.devices.end(), [&](std::uint32_t a, std::uint32_t b) {
+          stable_sort_if_needed(rt.devices.begin(), rt.devices.end(), [&](std::uint32_t a, std::uint32_t b) {
             return by_start_then_longer(t_.devices[a].start, t_.devices[a].end, t_.devices[b].start,
                                         t_.devices[b].end);
           });
@@ -193,13 +248,19 @@ void builder::pass1() {
       case event_type::python:
       case event_type::module: {
         std::string_view name = m_.str(e.name);
-        auto kind = classify_host_event(e.type, name, m_.lightning);
+        std::uint8_t& cached_kind = kind_cache[std::size_t{e.name} * 4 + host_slot(e.type)];
+        if (cached_kind == 0) {
+          auto k = classify_host_event(e.type, name, m_.lightning);
+          cached_kind = k ? static_cast<std::uint8_t>(2 + static_cast<std::uint8_t>(*k)) : 1;
+        }
+        const std::uint8_t flags = flags_of(e.name);
         if ((e.type == event_type::op || e.type == event_type::python || e.type == event_type::user_annotation) &&
-            is_plugin_comm_name(name))
+            (flags & comm) != 0)
           comm_external_ids_.insert(e.external_id);
-        if (name == "DataParallel.forward") t_.uses_dp = true;
-        if (name == "DistributedDataParallel.forward") t_.uses_ddp = true;
-        if (!kind) break;
+        if ((flags & dp) != 0) t_.uses_dp = true;
+        if ((flags & ddp) != 0) t_.uses_ddp = true;
+        if (cached_kind == 1) break;
+        const std::optional<node_kind> kind = static_cast<node_kind>(cached_kind - 2);
         op_node n;
         n.kind = *kind;
         n.type = e.type;
@@ -231,7 +292,8 @@ void builder::pass1() {
           n.name_id = no_index;
           n.module_id = 0;
         }
-        n.tc_eligible_allow_list = is_tc_eligible_op(n.name);
+        n.tc_eligible_allow_list = n.name_id != no_index ? (flags_of(n.name_id) & tc_allow) != 0
+                                                         : is_tc_eligible_op(n.name);
         n.tc_eligible = n.tc_eligible_allow_list;
         std::uint32_t idx = new_node(std::move(n));
         if (t_.nodes[idx].kind == node_kind::pl_profile)
@@ -334,7 +396,7 @@ void builder::fill_runtime(std::uint32_t rt, std::uint32_t owner) {
 void builder::fill_stats(std::uint32_t n) {
   {
     op_node& node = t_.nodes[n];
-    std::stable_sort(node.children.begin(), node.children.end(), [&](std::uint32_t a, std::uint32_t b) {
+    stable_sort_if_needed(node.children.begin(), node.children.end(), [&](std::uint32_t a, std::uint32_t b) {
       return by_start_then_longer(t_.nodes[a].start, t_.nodes[a].end, t_.nodes[b].start, t_.nodes[b].end);
     });
     // The plugin's key: (start, -end) when both are truthy, else (maxsize, -maxsize - 1).
@@ -343,14 +405,15 @@ void builder::fill_stats(std::uint32_t n) {
       if (!rt.stale_dummy && rt.start != 0 && rt.end != 0) return std::pair<double, double>(rt.start, rt.end);
       return std::pair<double, double>(root_end, root_end);
     };
-    std::stable_sort(node.runtimes.begin(), node.runtimes.end(), [&](std::uint32_t a, std::uint32_t b) {
+    stable_sort_if_needed(node.runtimes.begin(), node.runtimes.end(), [&](std::uint32_t a, std::uint32_t b) {
       auto ka = key(a);
       auto kb = key(b);
       return by_start_then_longer(ka.first, ka.second, kb.first, kb.second);
     });
   }
-  const std::vector<std::uint32_t> children = t_.nodes[n].children;
-  for (auto c : children) {
+  // The recursion neither adds nodes nor touches n's children list: index it in place.
+  for (std::size_t i = 0; i < t_.nodes[n].children.size(); ++i) {
+    const std::uint32_t c = t_.nodes[n].children[i];
     if (t_.nodes[c].kind == node_kind::backward)
       fill_backward_stats(c);
     else
@@ -388,7 +451,7 @@ void builder::fill_stats(std::uint32_t n) {
 
 void builder::fill_backward_stats(std::uint32_t n) {
   op_node& node = t_.nodes[n];
-  std::stable_sort(node.children.begin(), node.children.end(), [&](std::uint32_t a, std::uint32_t b) {
+  stable_sort_if_needed(node.children.begin(), node.children.end(), [&](std::uint32_t a, std::uint32_t b) {
     return by_start_then_longer(t_.nodes[a].start, t_.nodes[a].end, t_.nodes[b].start, t_.nodes[b].end);
   });
   if (node.children.empty()) return;
@@ -443,7 +506,7 @@ void builder::apply_fallback(std::uint32_t root, std::int64_t tid) {
 
 std::uint32_t builder::build_thread(const thread_lists& list, bool with_runtimes) {
   std::vector<std::uint32_t> nodes = list.nodes;
-  std::stable_sort(nodes.begin(), nodes.end(), [&](std::uint32_t a, std::uint32_t b) {
+  stable_sort_if_needed(nodes.begin(), nodes.end(), [&](std::uint32_t a, std::uint32_t b) {
     return by_start_then_longer(t_.nodes[a].start, t_.nodes[a].end, t_.nodes[b].start, t_.nodes[b].end);
   });
   bool has_step = false;

@@ -205,7 +205,104 @@ std::optional<std::string_view> call_stack_of(const trace_model& m, const op_nod
 
 enum class grouping { name, name_shape, name_stack, name_shape_stack };
 
+/// Interned key of a node's name: its string id (the same text always has the same id), or
+/// for names that are no whole event name the id of an equal model string, else a local id.
+class name_keys {
+ public:
+  explicit name_keys(const trace_model& m) : m_(m) {}
+  std::uint32_t of(const op_node& n) {
+    if (n.name_id != no_index) return n.name_id;
+    auto [it, inserted] = local_.try_emplace(n.name, 0);
+    if (inserted) {
+      const std::uint32_t id = m_.find_string(n.name);
+      it->second = id != no_index ? id : static_cast<std::uint32_t>(m_.strings.size() + local_.size() - 1);
+    }
+    return it->second;
+  }
+
+ private:
+  const trace_model& m_;
+  std::unordered_map<std::string_view, std::uint32_t> local_;
+};
+
+/// The by-name and by-name-and-shape tables: groups are found by interned ids (name id, shape
+/// text index), never by building a string key per operator. Same groups, same order and same
+/// sums as the string-keyed form below.
+std::vector<operator_group> aggregate_by_ids(const trace_model& m, const op_trees& t, bool by_shape) {
+  std::vector<operator_group> groups;
+  name_keys names(m);
+  // Input-dims string id -> index of its shape text among the distinct texts (several JSON
+  // texts could give one Python text; the table groups by the text).
+  std::vector<std::uint32_t> shape_of_dims;
+  std::vector<std::string> shapes;
+  std::unordered_map<std::string, std::uint32_t> shape_index;
+  if (by_shape) shape_of_dims.assign(m.strings.size(), no_index);
+  auto shape_key = [&](const op_node& n) -> std::uint32_t {
+    std::uint32_t dims = 0;
+    if (n.event != no_index) {
+      const event& e = m.events[n.event];
+      if (e.extra != no_index && e.extra < m.ops.size()) dims = m.ops[e.extra].input_dims;
+    }
+    std::uint32_t& slot = shape_of_dims[dims];
+    if (slot == no_index) {
+      std::string text = dims == 0 ? std::string("[]") : python_list_text(m.str(dims));
+      auto [it, inserted] = shape_index.try_emplace(std::move(text), static_cast<std::uint32_t>(shapes.size()));
+      if (inserted) shapes.push_back(it->first);
+      slot = it->second;
+    }
+    return slot;
+  };
+  std::vector<std::uint32_t> by_name;  // name key -> group (by-name table)
+  std::unordered_map<std::uint64_t, std::uint32_t> by_name_shape;
+  std::unordered_map<std::uint64_t, bool> stacks_seen;  // (group, call stack id) pairs
+  for (auto i : t.operators) {
+    const op_node& n = t.nodes[i];
+    const std::uint32_t name = names.of(n);
+    std::uint32_t shape = 0;
+    std::uint32_t* slot = nullptr;
+    if (by_shape) {
+      shape = shape_key(n);
+      auto [it, inserted] = by_name_shape.try_emplace((std::uint64_t{name} << 32) | shape, no_index);
+      slot = &it->second;
+    } else {
+      if (name >= by_name.size()) by_name.resize(std::max<std::size_t>(name + 1, m.strings.size()), no_index);
+      slot = &by_name[name];
+    }
+    if (*slot == no_index) {
+      *slot = static_cast<std::uint32_t>(groups.size());
+      operator_group grp;
+      grp.name = std::string(n.name);
+      if (by_shape) grp.input_shape = shapes[shape];
+      grp.tc_eligible = n.tc_eligible;
+      groups.push_back(std::move(grp));
+    }
+    const std::uint32_t gi = *slot;
+    operator_group& grp = groups[gi];
+    grp.calls += 1;
+    grp.host_total += n.end - n.start;
+    grp.device_total += n.device_total;
+    grp.host_self += n.host_self;
+    grp.device_self += n.device_self;
+    grp.tc_self += n.tc_self;
+    grp.tc_total += n.tc_total;
+    if (n.event != no_index) {
+      const event& e = m.events[n.event];
+      if (e.extra != no_index && e.extra < m.ops.size()) {
+        const std::uint32_t stack = m.ops[e.extra].call_stack;
+        if (stack != 0 && !m.str(stack).empty()) {
+          grp.has_call_stack = true;
+          // Equal texts have equal ids, so deduplicating ids deduplicates the texts.
+          if (stacks_seen.try_emplace((std::uint64_t{gi} << 32) | stack, true).second)
+            grp.call_stacks.emplace_back(m.str(stack));
+        }
+      }
+    }
+  }
+  return groups;
+}
+
 std::vector<operator_group> aggregate(const trace_model& m, const op_trees& t, grouping g) {
+  if (g == grouping::name || g == grouping::name_shape) return aggregate_by_ids(m, t, g == grouping::name_shape);
   std::vector<operator_group> groups;
   std::unordered_map<std::string, std::size_t> index;
   std::string key;
@@ -251,10 +348,10 @@ std::vector<operator_group> aggregate(const trace_model& m, const op_trees& t, g
   return groups;
 }
 
-operator_row to_row(const operator_group& g) {
+operator_row to_row(operator_group&& g) {
   operator_row r;
-  r.name = g.name;
-  r.input_shape = g.input_shape;
+  r.name = std::move(g.name);
+  r.input_shape = std::move(g.input_shape);
   r.calls = g.calls;
   r.device_self_us = py_round(g.device_self);
   r.device_total_us = py_round(g.device_total);
@@ -264,7 +361,7 @@ operator_row to_row(const operator_group& g) {
   r.tc_self_pct = py_round(100 * (g.device_self > 0 ? g.tc_self / g.device_self : 0.0), 2);
   r.tc_total_pct = py_round(100 * (g.device_total > 0 ? g.tc_total / g.device_total : 0.0), 2);
   r.has_call_stack = g.has_call_stack;
-  r.call_stacks = g.call_stacks;
+  r.call_stacks = std::move(g.call_stacks);
   if (g.call_stack) r.call_stack = *g.call_stack;
   return r;
 }
@@ -275,7 +372,7 @@ std::vector<operator_row> to_rows(std::vector<operator_group> groups, bool devic
   });
   std::vector<operator_row> rows;
   rows.reserve(groups.size());
-  for (const auto& g : groups) rows.push_back(to_row(g));
+  for (auto& g : groups) rows.push_back(to_row(std::move(g)));
   return rows;
 }
 

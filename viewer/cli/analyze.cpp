@@ -23,6 +23,7 @@
 #include "analysis/operator_view.hpp"
 #include "analysis/overview.hpp"
 #include "analysis/recommendations.hpp"
+#include "analysis/report.hpp"
 
 namespace kinetoscope::cli {
 namespace {
@@ -516,35 +517,36 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     doc["run"] = c.run;
     doc["worker"] = c.worker;
     doc["span"] = c.span;
-    if (wants("overview")) {
-      const an::overview_result ov = an::compute_overview(model, trees, overview_options);
-      doc["overview"] = overview_json(ov, an::compute_recommendations(model, trees, ov));
-    }
-    const bool device_columns = an::operator_view_has_device_columns(model, trees);
-    if (wants("operators") || wants("operators_by_shape")) {
+    // Every requested single-trace view at once (two threads); same numbers as one by one.
+    an::report_options report_options;
+    report_options.overview = overview_options;
+    report_options.with_overview = wants("overview");
+    report_options.with_operators = wants("operators") || wants("operators_by_shape");
+    report_options.with_kernels = wants("kernels") || wants("kernels_by_operator");
+    report_options.with_memory = wants("memory");
+    report_options.with_modules = wants("modules");
+    const an::full_report report = an::compute_report(model, trees, report_options);
+    if (report_options.with_overview) doc["overview"] = overview_json(report.overview, report.recommendations);
+    if (report_options.with_operators) {
       ojson ops;
       ops["by_name"] = ojson::array();
-      for (const auto& r : an::operators_by_name(model, trees, device_columns))
-        ops["by_name"].push_back(operator_json(r, false));
+      for (const auto& r : report.operators_by_name) ops["by_name"].push_back(operator_json(r, false));
       ops["by_name_and_input_shape"] = ojson::array();
-      for (const auto& r : an::operators_by_name_and_input_shape(model, trees, device_columns))
-        ops["by_name_and_input_shape"].push_back(operator_json(r, true));
+      for (const auto& r : report.operators_by_shape) ops["by_name_and_input_shape"].push_back(operator_json(r, true));
       doc["operators"] = ops;
     }
-    if (wants("kernels") || wants("kernels_by_operator")) {
+    if (report_options.with_kernels) {
       ojson k;
       k["by_name"] = ojson::array();
-      for (const auto& r : an::kernels_by_name(model, trees)) k["by_name"].push_back(kernel_json(r));
+      for (const auto& r : report.kernels_by_name) k["by_name"].push_back(kernel_json(r));
       k["by_name_and_operator"] = ojson::array();
-      for (const auto& r : an::kernels_by_name_and_operator(model, trees))
-        k["by_name_and_operator"].push_back(kernel_op_json(r));
+      for (const auto& r : report.kernels_by_operator) k["by_name_and_operator"].push_back(kernel_op_json(r));
       doc["kernels"] = k;
     }
-    if (wants("memory")) doc["memory"] = memory_json(an::compute_memory(model, trees));
-    if (wants("modules")) {
-      const an::module_view_result mv = an::compute_module_view(model, trees);
+    if (report_options.with_memory) doc["memory"] = memory_json(report.memory);
+    if (report_options.with_modules) {
       doc["modules"] = ojson::array();
-      for (const auto& m : mv.rows) doc["modules"].push_back(module_json(m));
+      for (const auto& m : report.modules.rows) doc["modules"].push_back(module_json(m));
     }
     if (!c.run_files.empty() && (want_all || a.view == "distributed"))
       doc["distributed"] = distributed_json(distributed_of(c, tree_options, overview_options));
