@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 namespace fs = std::filesystem;
@@ -112,4 +113,59 @@ TEST_CASE("cli: errors are clear and exit non-zero") {
   const run_result no_worker = run("analyze " + shared_dir() + "/traces/resnet50_v100 --worker nobody");
   CHECK(no_worker.status == 1);
   CHECK(no_worker.out.find("worker0") != std::string::npos);  // lists what is available
+}
+
+#include "kinetoscope/writer/chrome_trace.hpp"
+
+TEST_CASE("cli: --memory-range restricts the memory statistics, the curve stays whole") {
+  kinetoscope::trace_data d;
+  const std::int64_t t0 = kinetoscope::base_time_ns() + 1000000000;
+  d.start_ns = t0;
+  d.end_ns = t0 + 300000;
+  d.pid = 7;
+  d.profile_memory = true;
+  const auto op = [&](const char* name, std::int64_t start_us, std::int64_t end_us, std::int64_t id) {
+    kinetoscope::cpu_event e;
+    e.start_ns = t0 + start_us * 1000;
+    e.end_ns = t0 + end_us * 1000;
+    e.tid = 7;
+    e.end_tid = 7;
+    e.name = d.intern(name);
+    e.external_id = id;
+    d.events.push_back(e);
+  };
+  op("aten::empty", 10, 20, 1);
+  op("aten::zeros", 100, 110, 2);
+  const auto mem = [&](std::int64_t at_us, std::uint64_t addr, std::int64_t bytes, std::int64_t total) {
+    kinetoscope::memory_event m;
+    m.time_ns = t0 + at_us * 1000;
+    m.tid = 7;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = total;
+    d.memory.push_back(m);
+  };
+  mem(15, 0x1000, 1024, 1024);
+  mem(105, 0x2000, 2048, 3072);
+  mem(200, 0x1000, -1024, 2048);
+  mem(210, 0x2000, -2048, 0);
+  const fs::path file = fs::temp_directory_path() / ("ks_mem_" + std::to_string(::getpid()) + ".pt.trace.json");
+  kinetoscope::write_chrome_trace_file(d, file.string());
+
+  const json all = json::parse(run("analyze " + file.string() + " --json --view memory").out);
+  const json part = json::parse(run("analyze " + file.string() + " --json --view memory --memory-range 0,50").out);
+  fs::remove(file);
+  REQUIRE(all["memory"]["devices"].size() == 1);
+  const json& cpu_all = all["memory"]["devices"][0];
+  const json& cpu_part = part["memory"]["devices"][0];
+  CHECK(cpu_all["device"] == "CPU");
+  CHECK(cpu_all["peak_allocated_bytes"] == 3072);
+  CHECK(cpu_part["curve"] == cpu_all["curve"]);
+  std::set<std::string> names_all;
+  std::set<std::string> names_part;
+  for (const auto& s : cpu_all["stats"]) names_all.insert(s["name"].get<std::string>());
+  for (const auto& s : cpu_part["stats"]) names_part.insert(s["name"].get<std::string>());
+  CHECK(names_all == std::set<std::string>{"aten::empty", "aten::zeros"});
+  CHECK(names_part == std::set<std::string>{"aten::empty"});
+  CHECK(run("analyze " + file.string() + " --memory-range 5").status == 2);
 }

@@ -5,6 +5,8 @@
 /// concurrently on two threads. The views only read the trace_model and the op_trees (both are
 /// taken by const reference and hold no caches), so sharing them between threads is safe.
 
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "analysis/kernel_view.hpp"
@@ -27,6 +29,8 @@ struct report_options {
   bool with_kernels = true;       ///< kernels_by_name + kernels_by_operator
   bool with_memory = true;
   bool with_modules = true;
+  /// Memory events and statistics tables restricted to [first, second] absolute µs (§9.6).
+  std::optional<std::pair<double, double>> memory_range;
   /// Threads to use (1 = sequential, in the caller's thread). The work is split in two halves.
   unsigned threads = 2;
 };

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -40,6 +41,7 @@ struct analyze_args {
   std::string worker;
   std::string span;
   std::string view;  // "" = all (json) / overview+operators+kernels (tables)
+  std::optional<std::pair<double, double>> memory_range;  // --memory-range, µs from the trace start
   std::string diff_path;  // --diff: the experimental trace compared with PATH (the baseline)
   bool json = false;
   bool csv = false;
@@ -70,6 +72,19 @@ analyze_args parse(const std::vector<std::string>& args) {
       a.json = true;
     } else if (w == "--csv") {
       a.csv = true;
+    } else if (w == "--memory-range") {
+      const std::string v = value();
+      const auto comma = v.find(',');
+      char* end1 = nullptr;
+      char* end2 = nullptr;
+      const std::string first = v.substr(0, comma);
+      const std::string second = comma == std::string::npos ? "" : v.substr(comma + 1);
+      const double lo = std::strtod(first.c_str(), &end1);
+      const double hi = std::strtod(second.c_str(), &end2);
+      if (comma == std::string::npos || end1 == first.c_str() || *end1 != '\0' || end2 == second.c_str() ||
+          *end2 != '\0' || !(lo <= hi))
+        throw usage_error{"--memory-range wants START_US,END_US with START_US <= END_US (got '" + v + "')"};
+      a.memory_range = std::pair{lo, hi};
     } else if (w == "--diff") {
       a.diff_path = value();
     } else if (w == "--improved") {
@@ -475,6 +490,9 @@ std::string analyze_usage() {
          "  --view    overview | operators | operators_by_shape | kernels | kernels_by_operator |\n"
          "            memory | modules | distributed | diff | diagnostics\n"
          "            (default: all for --json; overview, operators, kernels for tables)\n"
+         "  --memory-range START_US,END_US\n"
+         "            restrict the memory events and statistics to that time range (µs from the\n"
+         "            trace start, as the curve's times); the curve and peaks stay whole\n"
          "  --diff    compare PATH (baseline) with PATH2 (experimental), as the plugin's Diff view\n"
          "  --json    one JSON object with every view (keys as torch-tb-profiler's numbers)\n"
          "  --csv     the chosen view's table as CSV (default view: operators)\n"
@@ -525,6 +543,10 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     report_options.with_kernels = wants("kernels") || wants("kernels_by_operator");
     report_options.with_memory = wants("memory");
     report_options.with_modules = wants("modules");
+    if (a.memory_range) {
+      const double origin = an::profiler_start_ts(model);
+      report_options.memory_range = std::pair{origin + a.memory_range->first, origin + a.memory_range->second};
+    }
     const an::full_report report = an::compute_report(model, trees, report_options);
     if (report_options.with_overview) doc["overview"] = overview_json(report.overview, report.recommendations);
     if (report_options.with_operators) {
