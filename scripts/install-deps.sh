@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs the Debian 12 packages kinetoscope builds with, when missing (run as root).
 set -euo pipefail
-packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev doctest-dev libsimdjson-dev)
+packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev doctest-dev libsimdjson-dev protobuf-compiler libprotobuf-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
