@@ -15,8 +15,9 @@
 //
 // Everything is plain C++ (cnn/): tensors on a tracking allocator, aten-named ops with shapes,
 // an autograd engine on its own thread, a background data loader, SGD. Two windows of three
-// steps are written to <logdir>/<run>/ as .pt.trace.json files, then the table of the last
-// window is printed.
+// steps are written to <logdir>/<run>/ as .pt.trace.json files, each window's per-step
+// scalars (step time, breakdown, peak memory; see tensorboard_scalars.hpp) are appended to an
+// events.out.tfevents.* file in the same directory, then the table of the last window is printed.
 //
 // Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip]
 #include <chrono>
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include <kinetoscope/kinetoscope.hpp>
+#include <kinetoscope/writer/tensorboard_scalars.hpp>
 #include <kinetoscope/writer/trace_handler.hpp>
 
 #include "cnn/autograd.hpp"
@@ -56,7 +58,8 @@ struct options {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: %s [--logdir DIR] [--run NAME] [--steps N] [--gzip]\n"
                "  Trains a small CNN on synthetic images under the profiler and writes\n"
-               "  <DIR>/<NAME>/<worker>.<ms>.pt.trace.json[.gz] (defaults: log, cnn, 12 steps).\n",
+               "  <DIR>/<NAME>/<worker>.<ms>.pt.trace.json[.gz] (defaults: log, cnn, 12 steps)\n"
+               "  and the per-step scalars to <DIR>/<NAME>/events.out.tfevents.*.\n",
                argv0);
   std::exit(status);
 }
@@ -142,7 +145,8 @@ int run(const options& opt) {
 
   kinetoscope::profile prof({
       .schedule = kinetoscope::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 2}),
-      .on_trace_ready = kinetoscope::tensorboard_trace_handler(trace_dir.string(), "", opt.gzip),
+      .on_trace_ready = kinetoscope::tensorboard_trace_handler_with_scalars(trace_dir.string(), "",
+                                                                      opt.gzip),
       .record_shapes = true,
       .profile_memory = true,
       .with_flops = true,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/analyze.hpp"
+#include "cli/scalars.hpp"
 
 namespace {
 void usage(std::ostream& out) {
@@ -14,6 +15,8 @@ void usage(std::ostream& out) {
          "commands:\n"
          "  analyze PATH   torch-tb-profiler's numbers for a trace file or run folder\n"
          "                 (kinetoscope analyze --help for its options)\n"
+         "  scalars PATH   the scalar series of TensorBoard event files under a logdir\n"
+         "                 (kinetoscope scalars --help for its options)\n"
          "  --version      print the version\n";
 }
 }  // namespace
@@ -35,6 +38,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     return kinetoscope::cli::run_analyze(args, std::cout, std::cerr);
+  }
+  if (args[0] == "scalars") {
+    args.erase(args.begin());
+    return kinetoscope::cli::run_scalars(args, std::cout, std::cerr);
   }
   std::cerr << "kinetoscope: unknown command '" << args[0] << "'\n";
   usage(std::cerr);

@@ -46,7 +46,8 @@ std::string read_maybe_gzip(const fs::path& path) {
 std::vector<fs::path> trace_files(const fs::path& dir) {
   std::vector<fs::path> files;
   if (!fs::exists(dir)) return files;
-  for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().find(".pt.trace.json") != std::string::npos) files.push_back(e.path());
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -69,6 +70,11 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
   // schedule(wait=1, warmup=1, active=3, repeat=2) over 12 steps: two windows, two files
   const auto files = trace_files(logdir / "cnn");
   REQUIRE(files.size() == 2);
+  // ... and one TensorBoard event file with the per-step scalars beside them
+  std::size_t event_files = 0;
+  for (const auto& e : fs::directory_iterator(logdir / "cnn"))
+    if (e.path().filename().string().rfind("events.out.tfevents.", 0) == 0) ++event_files;
+  CHECK(event_files == 1);
   const std::regex pattern(R"(^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$)");
   const std::vector<std::vector<std::string>> expected_steps = {
       {"ProfilerStep#2", "ProfilerStep#3", "ProfilerStep#4"},
