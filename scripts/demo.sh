@@ -5,8 +5,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 [ -f build-release/build.ninja ] || meson setup build-release --buildtype=release -Dtests=disabled
-ninja -C build-release samples/cnn_train samples/record_minimal
+ninja -C build-release samples/cnn_train samples/record_minimal viewer/kinetoscope
 build-release/samples/cnn_train --logdir log --run cnn --steps 12 "$@"
 echo
-echo "Traces are in ./log/cnn. Open them in Perfetto (ui.perfetto.dev) or chrome://tracing;"
-echo "the kinetoscope viewer (kinetoscope --logdir log) arrives with the viewer issues."
+# What torch-tb-profiler's Overview would have shown for the last window, and the step scalars.
+build-release/viewer/kinetoscope analyze log/cnn --span 2 --view overview
+build-release/viewer/kinetoscope scalars log
+echo
+echo "Traces and TensorBoard scalars are in ./log/cnn: open the traces in Perfetto or"
+echo "chrome://tracing, run 'tensorboard --logdir log' for the scalars, and"
+echo "'build-release/viewer/kinetoscope analyze log/cnn --json' for every view."
+echo "The kinetoscope web viewer (kinetoscope --logdir log) arrives with the server issue."
