@@ -36,7 +36,7 @@
 #include "analysis/recommendations.hpp"
 #include "analysis/report.hpp"
 
-std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
+#include "big_trace_file.hpp"
 
 #ifndef KINETOSCOPE_SHARED_DIR
 #define KINETOSCOPE_SHARED_DIR "../shared"
@@ -132,32 +132,6 @@ result measure(const std::string& path) {
   return r;
 }
 
-std::string ensure_file(const std::string& input, double mb) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/kinetoscope_bench_" +
-                           std::to_string(static_cast<int>(mb)) + "MB.pt.trace.json";
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (!ec && static_cast<double>(size) >= mb * 1e6) return path;
-  const auto t0 = clock_type::now();
-  // In a child: the generator's DOM would otherwise stay in this process's heap.
-  const pid_t pid = fork();
-  if (pid == 0) {
-    try {
-      generate_big_trace(input, path, mb, false);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gen_big_trace: %s\n", e.what());
-      _exit(1);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("cannot generate " + path);
-  std::printf("  generated %s in %.1f s\n", path.c_str(), since(t0));
-  return path;
-}
-
 std::string size_label(double mb) {
   return mb >= 1000 ? std::to_string(static_cast<int>(mb / 1000)) + " GB"
                     : std::to_string(static_cast<int>(mb)) + " MB";
@@ -181,7 +155,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> made;
   try {
     for (const double mb : sizes) {
-      const std::string path = ensure_file(input, mb);
+      const std::string path = bench::ensure_big_trace(input, mb, false);
       made.push_back(path);
       measure(path);  // warm the page cache
       const result r = measure(path);

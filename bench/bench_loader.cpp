@@ -27,7 +27,7 @@
 
 #include "analysis/loader.hpp"
 
-std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
+#include "big_trace_file.hpp"
 
 #ifndef KINETOSCOPE_SHARED_DIR
 #define KINETOSCOPE_SHARED_DIR "../shared"
@@ -93,34 +93,6 @@ result measure(const std::string& path) {
   return r;
 }
 
-std::string ensure_file(const std::string& input, double mb, bool gzip) {
-  const char* tmp = std::getenv("TMPDIR");
-  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/kinetoscope_bench_" +
-                           std::to_string(static_cast<int>(mb)) + "MB.pt.trace.json" + (gzip ? ".gz" : "");
-  std::error_code ec;
-  const auto size = fs::file_size(path, ec);
-  if (!ec && (gzip ? size > 1000000 : static_cast<double>(size) >= mb * 1e6)) return path;
-  const auto t0 = std::chrono::steady_clock::now();
-  // In a child: the generator holds the input as an nlohmann DOM, and the heap it leaves behind
-  // would otherwise count in the RSS of every later (forked) measurement.
-  const pid_t pid = fork();
-  if (pid == 0) {
-    try {
-      generate_big_trace(input, path, mb, gzip);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "gen_big_trace: %s\n", e.what());
-      _exit(1);
-    }
-    _exit(0);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("cannot generate " + path);
-  std::printf("  generated %s in %.1f s\n", path.c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  return path;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -144,7 +116,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> made;
   try {
     for (const job& j : jobs) {
-      const std::string path = ensure_file(input, j.mb, j.gzip);
+      const std::string path = bench::ensure_big_trace(input, j.mb, j.gzip);
       made.push_back(path);
       // For gzip inputs MB/s is counted on the uncompressed text (the work done).
       const double file_mb = static_cast<double>(fs::file_size(path)) / 1e6;

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+// The big input files of the loader/analysis benchmarks, shared by bench_loader and
+// bench_analyze: generated once by gen_big_trace.cpp into $TMPDIR (default /tmp) and reused.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+/// Defined in gen_big_trace.cpp (compiled into the benchmark with KINETOSCOPE_GEN_NO_MAIN).
+std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
+
+namespace bench {
+
+/// The path of the `mb`-megabyte replica of `input` ("kinetoscope_bench_<mb>MB.pt.trace.json[.gz]"),
+/// generating it first when missing or too small.
+inline std::string ensure_big_trace(const std::string& input, double mb, bool gzip) {
+  namespace fs = std::filesystem;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/kinetoscope_bench_" +
+                           std::to_string(static_cast<int>(mb)) + "MB.pt.trace.json" + (gzip ? ".gz" : "");
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && (gzip ? size > 1000000 : static_cast<double>(size) >= mb * 1e6)) return path;
+  const auto t0 = std::chrono::steady_clock::now();
+  // In a child: the generator holds the input as an nlohmann DOM, and the heap it leaves behind
+  // would otherwise count in the RSS of every later (forked) measurement.
+  const pid_t pid = fork();
+  if (pid == 0) {
+    try {
+      generate_big_trace(input, path, mb, gzip);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "gen_big_trace: %s\n", e.what());
+      _exit(1);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("cannot generate " + path);
+  std::printf("  generated %s in %.1f s\n", path.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return path;
+}
+
+}  // namespace bench
