@@ -512,27 +512,19 @@ class trace_writer {
 
   void write_inputs(std::uint32_t first, std::uint32_t count) {
     const op_input* in = d_.inputs.data() + first;
-    out_.lit(",\"Input Dims\":[");
-    for (std::uint32_t k = 0; k < count; ++k) {
-      if (k != 0) out_.raw(',');
-      int_array(in[k].dims);
-    }
-    out_.lit("],\"Input type\":[");
-    for (std::uint32_t k = 0; k < count; ++k) {
-      if (k != 0) out_.raw(',');
-      out_.string(in[k].type);
-    }
-    out_.lit("],\"Input Strides\":[");
-    for (std::uint32_t k = 0; k < count; ++k) {
-      if (k != 0) out_.raw(',');
-      int_array(in[k].strides);
-    }
-    out_.lit("],\"Concrete Inputs\":[");
-    for (std::uint32_t k = 0; k < count; ++k) {
-      if (k != 0) out_.raw(',');
-      out_.string(in[k].concrete);
-    }
-    out_.raw(']');
+    // The four per-input arrays PyTorch writes, in its key order; `item` writes one element.
+    const auto array = [&](std::string_view key_open, auto item) {
+      out_.raw(key_open);
+      for (std::uint32_t k = 0; k < count; ++k) {
+        if (k != 0) out_.raw(',');
+        item(in[k]);
+      }
+      out_.raw(']');
+    };
+    array(",\"Input Dims\":["sv, [&](const op_input& x) { int_array(x.dims); });
+    array(",\"Input type\":["sv, [&](const op_input& x) { out_.string(x.type); });
+    array(",\"Input Strides\":["sv, [&](const op_input& x) { int_array(x.strides); });
+    array(",\"Concrete Inputs\":["sv, [&](const op_input& x) { out_.string(x.concrete); });
   }
 
   void write_memory_events() {
