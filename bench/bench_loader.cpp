@@ -29,10 +29,6 @@
 
 #include "big_trace_file.hpp"
 
-#ifndef KINETOSCOPE_SHARED_DIR
-#define KINETOSCOPE_SHARED_DIR "../shared"
-#endif
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -96,14 +92,8 @@ result measure(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, keep = true;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    if (std::strcmp(argv[i], "--no-keep") == 0) keep = false;
-  }
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  const std::string input = std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +
-                            "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+  const auto [quick, keep] = bench::parse_big_trace_args(argc, argv);
+  const std::string input = bench::big_trace_input();
   struct job {
     double mb;
     bool gzip;

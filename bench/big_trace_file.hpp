@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -16,7 +17,34 @@
 /// Defined in gen_big_trace.cpp (compiled into the benchmark with KINETOSCOPE_GEN_NO_MAIN).
 std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
 
+#ifndef KINETOSCOPE_SHARED_DIR
+#define KINETOSCOPE_SHARED_DIR "../shared"
+#endif
+
 namespace bench {
+
+/// Flags common to the big-trace benchmarks: --quick (100 MB only), --no-keep (delete the files).
+struct big_trace_args {
+  bool quick = false;
+  bool keep = true;
+};
+
+inline big_trace_args parse_big_trace_args(int argc, char** argv) {
+  big_trace_args a;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) a.quick = true;
+    if (std::strcmp(argv[i], "--no-keep") == 0) a.keep = false;
+  }
+  return a;
+}
+
+/// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_SHARED or the
+/// shared folder beside the source tree).
+inline std::string big_trace_input() {
+  const char* shared = std::getenv("KINETOSCOPE_SHARED");
+  return std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +
+         "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+}
 
 /// The path of the `mb`-megabyte replica of `input` ("kinetoscope_bench_<mb>MB.pt.trace.json[.gz]"),
 /// generating it first when missing or too small.
