@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Placeholder.
+#include <doctest/doctest.h>
