@@ -1,0 +1,5 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// Placeholder: replaced by the engineer who owns this view.
+export async function render(el, ctx) {
+  el.textContent = 'overview: not built yet';
+}
