@@ -1,2 +1,1014 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder.
+/// @file timeline.cpp
+/// The windowed trace timeline (design in timeline.hpp).
+
+#include "timeline.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/op_tree.hpp"
+#include "analysis/overview.hpp"
+
+namespace kinetoscope::server {
+
+namespace {
+
+using analysis::event;
+using analysis::event_type;
+using analysis::no_index;
+
+// ---------------------------------------------------------------------------------------------
+// A small JSON writer: appends to one string, shortest round-trip numbers, strict escaping.
+
+class json_writer {
+ public:
+  std::string out;
+
+  void raw(std::string_view s) { out.append(s); }
+  void ch(char c) { out.push_back(c); }
+
+  /// `"s"` with quotes, backslash and control characters escaped; invalid UTF-8 -> U+FFFD.
+  void str(std::string_view s) {
+    out.push_back('"');
+    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+    const std::size_t n = s.size();
+    std::size_t i = 0;
+    while (i < n) {
+      std::size_t j = i;
+      while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') ++j;
+      out.append(s.data() + i, j - i);
+      i = j;
+      if (i >= n) break;
+      const unsigned char c = p[i];
+      if (c < 0x80) {
+        switch (c) {
+          case '"': out.append("\\\""); break;
+          case '\\': out.append("\\\\"); break;
+          case '\n': out.append("\\n"); break;
+          case '\r': out.append("\\r"); break;
+          case '\t': out.append("\\t"); break;
+          case '\b': out.append("\\b"); break;
+          case '\f': out.append("\\f"); break;
+          default: {
+            static constexpr char hex[] = "0123456789abcdef";
+            const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+            out.append(esc, 6);
+          }
+        }
+        ++i;
+        continue;
+      }
+      const std::size_t len = utf8_length(p + i, n - i);
+      if (len == 0) {
+        out.append("\\ufffd");
+        ++i;
+      } else {
+        out.append(s.data() + i, len);
+        i += len;
+      }
+    }
+    out.push_back('"');
+  }
+
+  /// Shortest round-trip form; non-finite numbers as null.
+  void num(double v) {
+    if (!std::isfinite(v)) {
+      out.append("null");
+      return;
+    }
+    if (v == 0) v = 0;  // no "-0"
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+
+  void integer(std::int64_t v) {
+    char buf[24];
+    const auto r = std::to_chars(buf, buf + sizeof buf, v);
+    out.append(buf, r.ptr);
+  }
+
+  /// `"key":`
+  void key(std::string_view k) {
+    str(k);
+    out.push_back(':');
+  }
+
+ private:
+  /// Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid.
+  static std::size_t utf8_length(const unsigned char* p, std::size_t n) {
+    const unsigned char c = p[0];
+    std::size_t len = 0;
+    std::uint32_t cp = 0;
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+      cp = c & 0x1f;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      cp = c & 0x0f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return 0;
+    }
+    if (n < len) return 0;
+    for (std::size_t k = 1; k < len; ++k) {
+      if ((p[k] & 0xc0) != 0x80) return 0;
+      cp = (cp << 6) | (p[k] & 0x3f);
+    }
+    if (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) return 0;
+    if (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) return 0;
+    return len;
+  }
+};
+
+enum class track_kind : std::uint8_t { cpu, gpu, other };
+
+track_kind kind_of(const event& e) {
+  switch (e.type) {
+    case event_type::op:
+    case event_type::python:
+    case event_type::python_function:
+    case event_type::module:
+    case event_type::runtime:
+    case event_type::driver:
+      return track_kind::cpu;
+    case event_type::user_annotation:
+      return e.gpu_annotation ? track_kind::gpu : track_kind::cpu;
+    case event_type::kernel:
+    case event_type::memcpy:
+    case event_type::memset:
+      return track_kind::gpu;
+    default:
+      return track_kind::other;
+  }
+}
+
+bool is_gpu_work(event_type t) {
+  return t == event_type::kernel || t == event_type::memcpy || t == event_type::memset;
+}
+
+std::string_view category_name(const event& e) {
+  switch (e.type) {
+    case event_type::trace: return "Trace";
+    case event_type::op: return "cpu_op";
+    case event_type::user_annotation: return e.gpu_annotation ? "gpu_user_annotation" : "user_annotation";
+    case event_type::python: return "python";
+    case event_type::python_function: return "python_function";
+    case event_type::module: return "python_function";
+    case event_type::runtime: return "cuda_runtime";
+    case event_type::driver: return "cuda_driver";
+    case event_type::kernel: return "kernel";
+    case event_type::memcpy: return "gpu_memcpy";
+    case event_type::memset: return "gpu_memset";
+    case event_type::memory: return "[memory]";
+    case event_type::other: return "other";
+  }
+  return "other";
+}
+
+double end_of(const event& e) { return e.dur > 0 ? e.ts + e.dur : e.ts; }
+
+constexpr double huge_us = 1e15;
+
+double clamp_time(double v, double nan_value) {
+  if (std::isnan(v)) return nan_value;
+  return std::clamp(v, -huge_us, huge_us);
+}
+
+/// Pre-merged items of one lane at one threshold (see timeline.hpp).
+struct level {
+  double threshold = 0;
+  std::vector<double> ts, end, maxdur;
+  std::vector<std::uint32_t> count, longest;
+};
+
+/// One row of one track: its slices in ts order (ends are then in order too).
+struct lane {
+  std::uint32_t track = 0;
+  std::uint32_t row = 0;
+  std::vector<double> ts, end;
+  std::vector<std::uint32_t> ev;
+  std::vector<level> levels;
+};
+
+/// Read access to the raw slices of a lane as merge items.
+struct raw_view {
+  const lane& l;
+  std::size_t size() const { return l.ts.size(); }
+  const double* ends() const { return l.end.data(); }
+  double ts(std::size_t i) const { return l.ts[i]; }
+  double end(std::size_t i) const { return l.end[i]; }
+  double maxdur(std::size_t i) const { return l.end[i] - l.ts[i]; }
+  std::uint32_t count(std::size_t) const { return 1; }
+  std::uint32_t longest(std::size_t i) const { return l.ev[i]; }
+};
+
+struct level_view {
+  const level& l;
+  std::size_t size() const { return l.ts.size(); }
+  const double* ends() const { return l.end.data(); }
+  double ts(std::size_t i) const { return l.ts[i]; }
+  double end(std::size_t i) const { return l.end[i]; }
+  double maxdur(std::size_t i) const { return l.maxdur[i]; }
+  std::uint32_t count(std::size_t i) const { return l.count[i]; }
+  std::uint32_t longest(std::size_t i) const { return l.longest[i]; }
+};
+
+/// One merged or plain item produced by merging.
+struct item {
+  double ts, end, maxdur;
+  std::uint32_t count, longest;
+};
+
+/// Merges items [first, ...) of `v` while their ts <= `stop` at width `m`, calling `emit(item)`
+/// for each output; emit returns false to stop early. Returns false when stopped early.
+template <class View, class Emit>
+bool merge_items(const View& v, std::size_t first, double stop, double m, Emit&& emit) {
+  const std::size_t n = v.size();
+  std::size_t i = first;
+  while (i < n && v.ts(i) <= stop) {
+    item it{v.ts(i), v.end(i), v.maxdur(i), v.count(i), v.longest(i)};
+    ++i;
+    if (it.maxdur < m) {
+      while (i < n && v.ts(i) <= stop && v.maxdur(i) < m && v.ts(i) - it.end < m) {
+        if (v.maxdur(i) > it.maxdur) {
+          it.maxdur = v.maxdur(i);
+          it.longest = v.longest(i);
+        }
+        it.count += v.count(i);
+        it.end = std::max(it.end, v.end(i));
+        ++i;
+      }
+    }
+    if (!emit(it)) return false;
+  }
+  return true;
+}
+
+template <class View>
+level build_level(const View& v, double threshold) {
+  level out;
+  out.threshold = threshold;
+  merge_items(v, 0, std::numeric_limits<double>::infinity(), threshold, [&](const item& it) {
+    out.ts.push_back(it.ts);
+    out.end.push_back(it.end);
+    out.maxdur.push_back(it.maxdur);
+    out.count.push_back(it.count);
+    out.longest.push_back(it.longest);
+    return true;
+  });
+  return out;
+}
+
+std::string lower_ascii(std::string_view s) {
+  std::string r(s);
+  for (char& c : r) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return r;
+}
+
+bool contains_ci(std::string_view hay, std::string_view needle_lower) {
+  if (needle_lower.size() > hay.size()) return false;
+  const auto it = std::search(hay.begin(), hay.end(), needle_lower.begin(), needle_lower.end(), [](char a, char b) {
+    if (a >= 'A' && a <= 'Z') a = static_cast<char>(a - 'A' + 'a');
+    return a == b;
+  });
+  return it != hay.end();
+}
+
+}  // namespace
+
+// -----------------------------------------------------------------------------------------------
+
+struct timeline::impl {
+  struct track_info {
+    std::string name;
+    track_kind kind = track_kind::other;
+    std::int64_t pid = 0, tid = 0;
+    bool pid_is_string = false, tid_is_string = false;
+    std::uint32_t rows = 0;
+    std::uint64_t events = 0;
+    std::uint32_t first_lane = 0;
+  };
+
+  const analysis::trace_model& model;
+  double t0 = 0;
+  double duration = 0;
+  std::vector<track_info> tracks;
+  std::vector<lane> lanes;
+  std::vector<std::uint32_t> ev_track;  ///< per event: track id or no_index
+  std::vector<std::uint32_t> ev_row;
+  std::vector<std::uint32_t> name_count;  ///< per string id: timeline events with that name
+  std::string tracks_cache;
+
+  // Flow indexes, built on the first event_json call.
+  mutable std::once_flag flows_once;
+  mutable std::vector<std::pair<std::int64_t, std::uint32_t>> corr_runtime, corr_gpu, ext_runtime;
+  mutable std::vector<std::uint32_t> fwdbwd_by_place;  ///< fwdbwd indices sorted by (pid, tid, ts)
+  mutable std::vector<std::uint32_t> fwdbwd_by_id;     ///< sorted by (id, is_start)
+
+  explicit impl(const analysis::trace_model& m) : model(m) { build(); }
+
+  void build();
+  void layout_track(std::uint32_t t, std::vector<std::uint32_t>& members);
+  void write_tracks_json();
+  void build_flow_indexes() const;
+  std::uint32_t bound_event(const analysis::flow_event& f) const;
+
+  void write_slice_ref(json_writer& w, std::uint32_t id) const;
+  std::string window(double start, double end, int px, const std::vector<int>& track_ids, std::size_t max_slices,
+                     bool use_levels) const;
+};
+
+void timeline::impl::build() {
+  const auto& evs = model.events;
+  ev_track.assign(evs.size(), no_index);
+  ev_row.assign(evs.size(), no_index);
+  name_count.assign(model.strings.size(), 0);
+  if (!evs.empty()) {
+    t0 = evs.front().ts;
+    double last = t0;
+    for (const auto& e : evs) last = std::max(last, end_of(e));
+    duration = last - t0;
+  }
+
+  // Group events by (kind, pid, tid).
+  struct key_hash {
+    std::size_t operator()(const std::tuple<int, std::int64_t, std::int64_t>& k) const noexcept {
+      const auto a = static_cast<std::uint64_t>(std::get<1>(k)) * 0x9E3779B97F4A7C15ull;
+      const auto b = static_cast<std::uint64_t>(std::get<2>(k)) * 0xC2B2AE3D27D4EB4Full;
+      return static_cast<std::size_t>(a ^ (b >> 1) ^ static_cast<std::uint64_t>(std::get<0>(k)));
+    }
+  };
+  std::unordered_map<std::tuple<int, std::int64_t, std::int64_t>, std::uint32_t, key_hash> index;
+  std::vector<track_info> provisional;
+  std::vector<std::vector<std::uint32_t>> members;
+  std::vector<char> has_step;
+  std::vector<signed char> step_name(model.strings.size(), -1);
+  for (std::uint32_t i = 0; i < evs.size(); ++i) {
+    const event& e = evs[i];
+    if (e.type == event_type::memory) continue;
+    if (e.name < name_count.size()) ++name_count[e.name];
+    const track_kind k = kind_of(e);
+    const auto key = std::make_tuple(static_cast<int>(k), e.pid, e.tid);
+    auto [it, inserted] = index.try_emplace(key, static_cast<std::uint32_t>(provisional.size()));
+    if (inserted) {
+      track_info t;
+      t.kind = k;
+      t.pid = e.pid;
+      t.tid = e.tid;
+      t.pid_is_string = e.pid_is_string;
+      t.tid_is_string = e.tid_is_string;
+      provisional.push_back(std::move(t));
+      members.emplace_back();
+      has_step.push_back(0);
+    }
+    members[it->second].push_back(i);
+    if (k == track_kind::cpu && !has_step[it->second] && e.name < step_name.size()) {
+      signed char& s = step_name[e.name];
+      if (s < 0) s = analysis::is_profiler_step_name(model.str(e.name)) ? 1 : 0;
+      if (s == 1) has_step[it->second] = 1;
+    }
+  }
+
+  // Display order.
+  std::vector<std::uint32_t> order(provisional.size());
+  for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    const auto& x = provisional[a];
+    const auto& y = provisional[b];
+    if (x.kind != y.kind) return x.kind < y.kind;
+    if (x.kind == track_kind::cpu && has_step[a] != has_step[b]) return has_step[a] > has_step[b];
+    if (x.pid != y.pid) return x.pid < y.pid;
+    return x.tid < y.tid;
+  });
+
+  tracks.reserve(order.size());
+  for (std::uint32_t t = 0; t < order.size(); ++t) {
+    track_info info = std::move(provisional[order[t]]);
+    const std::string pid_text = info.pid_is_string ? std::string(model.id_text(info.pid, true)) : std::to_string(info.pid);
+    const std::string tid_text = info.tid_is_string ? std::string(model.id_text(info.tid, true)) : std::to_string(info.tid);
+    switch (info.kind) {
+      case track_kind::cpu: info.name = "thread " + tid_text; break;
+      case track_kind::gpu: info.name = "GPU " + pid_text + " stream " + tid_text; break;
+      case track_kind::other: info.name = pid_text + " " + tid_text; break;
+    }
+    tracks.push_back(std::move(info));
+    layout_track(t, members[order[t]]);
+    std::vector<std::uint32_t>().swap(members[order[t]]);
+  }
+  write_tracks_json();
+}
+
+void timeline::impl::layout_track(std::uint32_t t, std::vector<std::uint32_t>& ids) {
+  const auto& evs = model.events;
+  track_info& info = tracks[t];
+  info.events = ids.size();
+  info.first_lane = static_cast<std::uint32_t>(lanes.size());
+  // (ts asc, dur desc, index): ids are already in ts order; fix the ties.
+  const auto by_start = [&](std::uint32_t a, std::uint32_t b) {
+    const event& x = evs[a];
+    const event& y = evs[b];
+    if (x.ts != y.ts) return x.ts < y.ts;
+    const double dx = end_of(x) - x.ts, dy = end_of(y) - y.ts;
+    if (dx != dy) return dx > dy;
+    return a < b;
+  };
+  std::sort(ids.begin(), ids.end(), by_start);
+  // GPU annotations first (their own rows at the top).
+  std::size_t split = 0;
+  if (info.kind == track_kind::gpu) {
+    const auto mid = std::stable_partition(ids.begin(), ids.end(),
+                                           [&](std::uint32_t i) { return evs[i].type == event_type::user_annotation; });
+    split = static_cast<std::size_t>(mid - ids.begin());
+  }
+  std::uint32_t rows = 0;
+  const auto assign = [&](std::size_t from, std::size_t to, std::uint32_t base) {
+    std::vector<double> lane_end;                         // last end per lane (relative to base)
+    std::vector<std::pair<double, std::uint32_t>> open;  // (end, lane) of open slices
+    for (std::size_t k = from; k < to; ++k) {
+      const event& e = evs[ids[k]];
+      const double ts = e.ts, end = end_of(e);
+      while (!open.empty() && open.back().first <= ts) open.pop_back();
+      std::uint32_t lane_no = open.empty() ? 0 : open.back().second + 1;
+      while (lane_no < lane_end.size() && lane_end[lane_no] > ts) ++lane_no;
+      if (lane_no >= lane_end.size()) lane_end.resize(lane_no + 1, -std::numeric_limits<double>::infinity());
+      lane_end[lane_no] = end;
+      open.emplace_back(end, lane_no);
+      ev_track[ids[k]] = t;
+      ev_row[ids[k]] = base + lane_no;
+    }
+    return static_cast<std::uint32_t>(lane_end.size());
+  };
+  const std::uint32_t annotation_rows = assign(0, split, 0);
+  rows = annotation_rows + assign(split, ids.size(), annotation_rows);
+  info.rows = rows;
+  lanes.resize(lanes.size() + rows);
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    lanes[info.first_lane + r].track = t;
+    lanes[info.first_lane + r].row = r;
+  }
+  // Fill the lanes in ts order (the annotation part and the work part are each in ts order and
+  // use disjoint rows, so each lane receives its slices in ts order).
+  for (const std::uint32_t i : ids) {
+    lane& l = lanes[info.first_lane + ev_row[i]];
+    l.ts.push_back(evs[i].ts);
+    l.end.push_back(end_of(evs[i]));
+    l.ev.push_back(i);
+  }
+  // Levels of detail.
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    lane& l = lanes[info.first_lane + r];
+    l.ts.shrink_to_fit();
+    l.end.shrink_to_fit();
+    l.ev.shrink_to_fit();
+    std::size_t prev = l.ts.size();
+    if (prev < 64) continue;
+    const double span = l.end.back() - l.ts.front();
+    for (double threshold = 0.25; threshold <= span && prev > 16; threshold *= 4) {
+      level lv = l.levels.empty() ? build_level(raw_view{l}, threshold) : build_level(level_view{l.levels.back()}, threshold);
+      if (lv.ts.size() * 2 <= prev) {
+        prev = lv.ts.size();
+        l.levels.push_back(std::move(lv));
+      }
+    }
+  }
+}
+
+void timeline::impl::write_tracks_json() {
+  json_writer w;
+  w.raw("{\"t0\":");
+  w.num(t0);
+  w.raw(",\"duration\":");
+  w.num(duration);
+  w.raw(",\"tracks\":[");
+  for (std::size_t t = 0; t < tracks.size(); ++t) {
+    const auto& info = tracks[t];
+    if (t != 0) w.ch(',');
+    w.raw("{\"id\":");
+    w.integer(static_cast<std::int64_t>(t));
+    w.raw(",\"name\":");
+    w.str(info.name);
+    w.raw(",\"kind\":");
+    w.str(info.kind == track_kind::cpu ? "cpu" : info.kind == track_kind::gpu ? "gpu" : "other");
+    w.raw(",\"pid\":");
+    if (info.pid_is_string) w.str(model.id_text(info.pid, true)); else w.integer(info.pid);
+    w.raw(",\"tid\":");
+    if (info.tid_is_string) w.str(model.id_text(info.tid, true)); else w.integer(info.tid);
+    w.raw(",\"rows\":");
+    w.integer(info.rows);
+    w.raw(",\"events\":");
+    w.integer(static_cast<std::int64_t>(info.events));
+    w.ch('}');
+  }
+  w.raw("],\"counters\":[");
+  const auto points = analysis::gpu_utilization_counters(model);
+  bool first_series = true;
+  for (std::size_t i = 0; i < points.size();) {
+    std::size_t j = i;
+    if (points[i].counter != analysis::gpu_counter::utilization) {  // the SM-efficiency series: not sent
+      ++i;
+      continue;
+    }
+    while (j < points.size() && points[j].gpu == points[i].gpu && points[j].counter == points[i].counter) ++j;
+    if (!first_series) w.ch(',');
+    first_series = false;
+    w.raw("{\"name\":");
+    w.str(analysis::gpu_counter_name(points[i].gpu, points[i].counter));
+    w.raw(",\"points\":[");
+    for (std::size_t k = i; k < j; ++k) {
+      if (k != i) w.ch(',');
+      w.ch('[');
+      w.num(points[k].ts - t0);
+      w.ch(',');
+      w.num(points[k].value);
+      w.ch(']');
+    }
+    w.raw("]}");
+    i = j;
+  }
+  w.raw("]}");
+  tracks_cache = std::move(w.out);
+}
+
+std::string timeline::impl::window(double start, double end, int px, const std::vector<int>& track_ids,
+                                   std::size_t max_slices, bool use_levels) const {
+  start = clamp_time(start, 0);
+  end = clamp_time(end, duration);
+  px = std::clamp(px, 1, 10000);
+  max_slices = std::max<std::size_t>(max_slices, 1);
+
+  // Lanes to scan, in output order.
+  std::vector<std::uint32_t> sel;
+  if (track_ids.empty()) {
+    sel.resize(tracks.size());
+    for (std::uint32_t t = 0; t < sel.size(); ++t) sel[t] = t;
+  } else {
+    std::vector<char> seen(tracks.size(), 0);
+    for (const int t : track_ids) {
+      if (t >= 0 && static_cast<std::size_t>(t) < tracks.size() && !seen[static_cast<std::size_t>(t)]) {
+        seen[static_cast<std::size_t>(t)] = 1;
+        sel.push_back(static_cast<std::uint32_t>(t));
+      }
+    }
+  }
+
+  // Slices in relative time: the lanes hold absolute ts.
+  const double abs_start = t0 + start, abs_end = t0 + end;
+  std::vector<std::uint32_t> o_track, o_row, o_count, o_event;
+  std::vector<double> o_ts, o_dur;
+  std::vector<char> o_merged;
+  double m = (end - start) / px;
+  bool truncated = false;
+  const double width = std::max(end - start, 1e-3);
+  const bool empty = !(start <= end);
+  while (!empty) {
+    o_track.clear(); o_row.clear(); o_count.clear(); o_event.clear(); o_ts.clear(); o_dur.clear(); o_merged.clear();
+    const bool last_try = m > 4 * width;
+    bool overflow = false;
+    const auto emit = [&](const lane& l, const item& it) {
+      if (o_track.size() >= max_slices) {
+        overflow = true;
+        return false;
+      }
+      o_track.push_back(l.track);
+      o_row.push_back(l.row);
+      o_ts.push_back(it.ts - t0);
+      o_dur.push_back(it.end - it.ts);
+      o_count.push_back(it.count);
+      o_event.push_back(it.longest);
+      o_merged.push_back(it.count > 1 ? 1 : 0);
+      return true;
+    };
+    for (const std::uint32_t t : sel) {
+      const auto& info = tracks[t];
+      for (std::uint32_t r = 0; r < info.rows && !overflow; ++r) {
+        const lane& l = lanes[info.first_lane + r];
+        const level* lv = nullptr;
+        if (use_levels) {
+          for (const auto& cand : l.levels) {
+            if (cand.threshold <= m) lv = &cand;
+          }
+        }
+        const auto run = [&](const auto& view) {
+          const double* ends = view.ends();
+          const std::size_t first = static_cast<std::size_t>(std::lower_bound(ends, ends + view.size(), abs_start) - ends);
+          merge_items(view, first, abs_end, m, [&](const item& it) { return emit(l, it); });
+        };
+        if (lv != nullptr) run(level_view{*lv}); else run(raw_view{l});
+      }
+      if (overflow) break;
+    }
+    if (!overflow) break;
+    if (last_try) {
+      truncated = true;
+      break;
+    }
+    m = m > 0 ? m * 2 : width / 1e6;
+  }
+
+  // Serialise.
+  json_writer w;
+  w.out.reserve(64 + o_track.size() * 48);
+  std::unordered_map<std::uint32_t, std::uint32_t> name_index;
+  std::vector<std::uint32_t> names;
+  std::vector<std::uint32_t> o_name(o_track.size());
+  for (std::size_t i = 0; i < o_track.size(); ++i) {
+    const std::uint32_t sid = model.events[o_event[i]].name;
+    auto [it, inserted] = name_index.try_emplace(sid, static_cast<std::uint32_t>(names.size()));
+    if (inserted) names.push_back(sid);
+    o_name[i] = it->second;
+  }
+  w.raw("{\"start\":");
+  w.num(start);
+  w.raw(",\"end\":");
+  w.num(end);
+  w.raw(",\"px\":");
+  w.integer(px);
+  w.raw(",\"merge_us\":");
+  w.num(empty ? 0.0 : m);
+  w.raw(",\"truncated\":");
+  w.raw(truncated ? "true" : "false");
+  w.raw(",\"names\":[");
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i != 0) w.ch(',');
+    w.str(model.str(names[i]));
+  }
+  const auto column_u = [&](std::string_view key, const std::vector<std::uint32_t>& v) {
+    w.key(key);
+    w.ch('[');
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i != 0) w.ch(',');
+      w.integer(v[i]);
+    }
+    w.ch(']');
+  };
+  const auto column_d = [&](std::string_view key, const std::vector<double>& v) {
+    w.key(key);
+    w.ch('[');
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i != 0) w.ch(',');
+      w.num(v[i]);
+    }
+    w.ch(']');
+  };
+  w.raw("],\"slices\":{");
+  column_u("track", o_track);
+  w.ch(',');
+  column_u("row", o_row);
+  w.ch(',');
+  column_d("ts", o_ts);
+  w.ch(',');
+  column_d("dur", o_dur);
+  w.ch(',');
+  column_u("name", o_name);
+  w.raw(",\"id\":[");
+  for (std::size_t i = 0; i < o_event.size(); ++i) {
+    if (i != 0) w.ch(',');
+    w.integer(o_merged[i] ? -1 : static_cast<std::int64_t>(o_event[i]));
+  }
+  w.raw("],");
+  column_u("count", o_count);
+  w.raw("}}");
+  return std::move(w.out);
+}
+
+void timeline::impl::build_flow_indexes() const {
+  const auto& evs = model.events;
+  for (std::uint32_t i = 0; i < evs.size(); ++i) {
+    const event& e = evs[i];
+    if (e.type == event_type::runtime) {
+      if (e.correlation != 0) corr_runtime.emplace_back(e.correlation, i);
+      if (e.external_id != 0) ext_runtime.emplace_back(e.external_id, i);
+    } else if (is_gpu_work(e.type) && e.correlation != 0) {
+      corr_gpu.emplace_back(e.correlation, i);
+    }
+  }
+  std::sort(corr_runtime.begin(), corr_runtime.end());
+  std::sort(corr_gpu.begin(), corr_gpu.end());
+  std::sort(ext_runtime.begin(), ext_runtime.end());
+  const auto& fl = model.fwdbwd;
+  fwdbwd_by_place.resize(fl.size());
+  fwdbwd_by_id.resize(fl.size());
+  for (std::uint32_t i = 0; i < fl.size(); ++i) fwdbwd_by_place[i] = fwdbwd_by_id[i] = i;
+  std::sort(fwdbwd_by_place.begin(), fwdbwd_by_place.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(fl[a].pid, fl[a].tid, fl[a].ts, a) < std::tie(fl[b].pid, fl[b].tid, fl[b].ts, b);
+  });
+  std::sort(fwdbwd_by_id.begin(), fwdbwd_by_id.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return std::tie(fl[a].id, a) < std::tie(fl[b].id, b);
+  });
+}
+
+/// The slice a fwdbwd flow end binds to: the longest host op starting exactly at its ts on its
+/// thread (no_index when none).
+std::uint32_t timeline::impl::bound_event(const analysis::flow_event& f) const {
+  const auto& evs = model.events;
+  auto lo = std::lower_bound(evs.begin(), evs.end(), f.ts, [](const event& e, double ts) { return e.ts < ts; });
+  std::uint32_t best = no_index;
+  for (; lo != evs.end() && lo->ts == f.ts; ++lo) {
+    if (lo->pid != f.pid || lo->tid != f.tid) continue;
+    if (lo->type != event_type::op && lo->type != event_type::user_annotation && lo->type != event_type::python_function &&
+        lo->type != event_type::module)
+      continue;
+    const auto i = static_cast<std::uint32_t>(lo - evs.begin());
+    if (best == no_index || end_of(*lo) - lo->ts > end_of(evs[best]) - evs[best].ts) best = i;
+  }
+  return best;
+}
+
+void timeline::impl::write_slice_ref(json_writer& w, std::uint32_t id) const {
+  const event& e = model.events[id];
+  w.raw("\"id\":");
+  w.integer(id);
+  w.raw(",\"name\":");
+  w.str(model.str(e.name));
+  w.raw(",\"track\":");
+  w.integer(ev_track[id] == no_index ? -1 : static_cast<std::int64_t>(ev_track[id]));
+  w.raw(",\"row\":");
+  w.integer(ev_row[id] == no_index ? -1 : static_cast<std::int64_t>(ev_row[id]));
+  w.raw(",\"ts\":");
+  w.num(e.ts - t0);
+  w.raw(",\"dur\":");
+  w.num(end_of(e) - e.ts);
+}
+
+}  // namespace kinetoscope::server
+
+// -----------------------------------------------------------------------------------------------
+
+namespace kinetoscope::server {
+
+timeline::timeline(const analysis::trace_model& model) : impl_(std::make_unique<impl>(model)) {}
+timeline::~timeline() = default;
+
+std::string timeline::tracks_json() const { return impl_->tracks_cache; }
+
+std::string timeline::window_json(double start_us, double end_us, int px, const std::vector<int>& tracks,
+                                  std::size_t max_slices) const {
+  return impl_->window(start_us, end_us, px, tracks, max_slices, true);
+}
+
+std::string timeline::window_json(double start_us, double end_us, int px, const std::vector<int>& tracks,
+                                  std::size_t max_slices, bool use_levels) const {
+  return impl_->window(start_us, end_us, px, tracks, max_slices, use_levels);
+}
+
+double timeline::t0() const noexcept { return impl_->t0; }
+
+int timeline::track_of(std::uint32_t id) const noexcept {
+  if (id >= impl_->ev_track.size() || impl_->ev_track[id] == no_index) return -1;
+  return static_cast<int>(impl_->ev_track[id]);
+}
+
+int timeline::row_of(std::uint32_t id) const noexcept {
+  if (id >= impl_->ev_row.size() || impl_->ev_row[id] == no_index) return -1;
+  return static_cast<int>(impl_->ev_row[id]);
+}
+
+timeline_stats timeline::stats() const noexcept {
+  timeline_stats s;
+  s.tracks = impl_->tracks.size();
+  s.lanes = impl_->lanes.size();
+  std::size_t bytes = (impl_->ev_track.capacity() + impl_->ev_row.capacity() + impl_->name_count.capacity()) * 4;
+  for (const auto& l : impl_->lanes) {
+    s.slices += l.ts.size();
+    bytes += l.ts.capacity() * 8 + l.end.capacity() * 8 + l.ev.capacity() * 4;
+    for (const auto& lv : l.levels) {
+      s.level_items += lv.ts.size();
+      bytes += lv.ts.capacity() * 24 + lv.count.capacity() * 8;
+    }
+  }
+  s.memory_bytes = bytes + impl_->tracks_cache.capacity();
+  return s;
+}
+
+std::optional<std::string> timeline::event_json(std::uint32_t id) const {
+  const impl& d = *impl_;
+  const auto& model = d.model;
+  if (id >= model.events.size()) return std::nullopt;
+  std::call_once(d.flows_once, [&] { d.build_flow_indexes(); });
+  const event& e = model.events[id];
+  json_writer w;
+  w.ch('{');
+  d.write_slice_ref(w, id);
+  w.raw(",\"category\":");
+  w.str(category_name(e));
+  w.raw(",\"pid\":");
+  if (e.pid_is_string) w.str(model.id_text(e.pid, true)); else w.integer(e.pid);
+  w.raw(",\"tid\":");
+  if (e.tid_is_string) w.str(model.id_text(e.tid, true)); else w.integer(e.tid);
+
+  // args
+  w.raw(",\"args\":{");
+  bool first = true;
+  const auto key = [&](std::string_view k) {
+    if (!first) w.ch(',');
+    first = false;
+    w.key(k);
+  };
+  const auto json_text = [&](std::string_view k, std::uint32_t sid) {
+    if (sid == 0 || sid >= model.strings.size()) return;
+    key(k);
+    const std::string_view text = model.str(sid);
+    // The loader keeps these as minified JSON; embed them as values when they parse.
+    if (nlohmann::json::accept(text)) w.raw(text); else w.str(text);
+  };
+  if (e.external_id != 0) {
+    key("External id");
+    w.integer(e.external_id);
+  }
+  if (e.correlation != 0) {
+    key("correlation");
+    w.integer(e.correlation);
+  }
+  const bool host_args = e.type == event_type::op || e.type == event_type::user_annotation || e.type == event_type::python;
+  if (host_args && e.extra < model.ops.size()) {
+    const auto& a = model.ops[e.extra];
+    json_text("Input Dims", a.input_dims);
+    json_text("Input type", a.input_types);
+    if (a.call_stack != 0 && a.call_stack < model.strings.size()) {
+      key("Call stack");
+      w.str(model.str(a.call_stack));
+    }
+    if (a.sequence_nr >= 0) {
+      key("Sequence number");
+      w.integer(a.sequence_nr);
+    }
+    if (a.fwd_thread_id >= 0) {
+      key("Fwd thread id");
+      w.integer(a.fwd_thread_id);
+    }
+  } else if (e.type == event_type::kernel && e.extra < model.kernels.size()) {
+    const auto& k = model.kernels[e.extra];
+    if (k.device >= 0) {
+      key("device");
+      w.integer(k.device);
+    }
+    if (k.stream >= 0) {
+      key("stream");
+      w.integer(k.stream);
+    }
+    const auto triple = [&](std::string_view name, const std::int64_t (&v)[3]) {
+      key(name);
+      w.ch('[');
+      for (int i = 0; i < 3; ++i) {
+        if (i != 0) w.ch(',');
+        w.integer(v[i]);
+      }
+      w.ch(']');
+    };
+    if (k.has_grid) triple("grid", k.grid);
+    if (k.has_block) triple("block", k.block);
+    if (k.has_registers) {
+      key("registers per thread");
+      w.integer(k.registers_per_thread);
+    }
+    if (k.has_shared_memory) {
+      key("shared memory");
+      w.integer(k.shared_memory);
+    }
+    if (k.has_blocks_per_sm) {
+      key("blocks per SM");
+      w.num(k.blocks_per_sm);
+    }
+    if (k.has_occupancy) {
+      key("est. achieved occupancy %");
+      w.num(k.occupancy);
+    }
+  } else if ((e.type == event_type::python_function || e.type == event_type::module) && e.extra < model.python.size()) {
+    const auto& p = model.python[e.extra];
+    if (p.python_id >= 0) {
+      key("Python id");
+      w.integer(p.python_id);
+    }
+    if (p.parent_id >= 0) {
+      key("Python parent id");
+      w.integer(p.parent_id);
+    }
+    if (p.module_id >= 0) {
+      key("Python module id");
+      w.integer(p.module_id);
+    }
+  } else if (e.type == event_type::memory && e.extra < model.memory.size()) {
+    const auto& mem = model.memory[e.extra];
+    key("Device Type");
+    w.integer(mem.device_type);
+    key("Device Id");
+    w.integer(mem.device_id);
+    key("Bytes");
+    w.integer(mem.bytes);
+    key("Total Allocated");
+    w.num(mem.total_allocated);
+    key("Total Reserved");
+    w.num(mem.total_reserved);
+  }
+  w.ch('}');
+
+  // flows
+  w.raw(",\"flows\":[");
+  bool first_flow = true;
+  std::size_t flows = 0;
+  constexpr std::size_t max_flows = 1000;
+  const auto flow = [&](std::uint32_t other, std::string_view relation) {
+    if (flows >= max_flows) return;
+    ++flows;
+    if (!first_flow) w.ch(',');
+    first_flow = false;
+    w.ch('{');
+    d.write_slice_ref(w, other);
+    w.raw(",\"relation\":");
+    w.str(relation);
+    w.ch('}');
+  };
+  const auto each = [](const std::vector<std::pair<std::int64_t, std::uint32_t>>& v, std::int64_t k, auto&& fn) {
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(k, std::uint32_t{0}));
+    for (; it != v.end() && it->first == k; ++it) fn(it->second);
+  };
+  if (is_gpu_work(e.type) && e.correlation != 0) {
+    each(d.corr_runtime, e.correlation, [&](std::uint32_t r) { flow(r, "launched by"); });
+  } else if (e.type == event_type::runtime && e.correlation != 0) {
+    each(d.corr_gpu, e.correlation, [&](std::uint32_t g) { flow(g, "launches"); });
+  } else if ((e.type == event_type::op || (e.type == event_type::user_annotation && !e.gpu_annotation)) &&
+             e.external_id != 0) {
+    // Kernels launched by the runtimes inside this op (same thread, same external id).
+    std::vector<std::uint32_t> gpu;
+    each(d.ext_runtime, e.external_id, [&](std::uint32_t r) {
+      const event& rt = model.events[r];
+      if (rt.pid != e.pid || rt.tid != e.tid || rt.ts < e.ts || end_of(rt) > end_of(e) || rt.correlation == 0) return;
+      each(d.corr_gpu, rt.correlation, [&](std::uint32_t g) { gpu.push_back(g); });
+    });
+    std::sort(gpu.begin(), gpu.end());
+    for (const std::uint32_t g : gpu) flow(g, "launches");
+  }
+  // fwdbwd: flow ends at this slice's start on its thread that bind to it.
+  if (!model.fwdbwd.empty()) {
+    const auto& fl = model.fwdbwd;
+    auto it = std::lower_bound(d.fwdbwd_by_place.begin(), d.fwdbwd_by_place.end(), 0u, [&](std::uint32_t a, unsigned) {
+      return std::tie(fl[a].pid, fl[a].tid, fl[a].ts) < std::tie(e.pid, e.tid, e.ts);
+    });
+    for (; it != d.fwdbwd_by_place.end() && fl[*it].pid == e.pid && fl[*it].tid == e.tid && fl[*it].ts == e.ts; ++it) {
+      const auto& mine = fl[*it];
+      if (d.bound_event(mine) != id) continue;
+      auto jt = std::lower_bound(d.fwdbwd_by_id.begin(), d.fwdbwd_by_id.end(), 0u,
+                                 [&](std::uint32_t a, unsigned) { return fl[a].id < mine.id; });
+      for (; jt != d.fwdbwd_by_id.end() && fl[*jt].id == mine.id; ++jt) {
+        if (fl[*jt].is_start == mine.is_start) continue;
+        const std::uint32_t other = d.bound_event(fl[*jt]);
+        if (other != no_index && other != id) flow(other, mine.is_start ? "backward" : "forward");
+      }
+    }
+  }
+  w.raw("]}");
+  return std::move(w.out);
+}
+
+std::string timeline::search_json(std::string_view query, std::size_t limit) const {
+  const impl& d = *impl_;
+  const auto& model = d.model;
+  limit = std::min<std::size_t>(limit, 1000);
+  std::vector<char> match;
+  std::uint64_t total = 0;
+  if (!query.empty()) {
+    const std::string needle = lower_ascii(query);
+    match.assign(d.name_count.size(), 0);
+    for (std::size_t s = 0; s < d.name_count.size(); ++s) {
+      if (d.name_count[s] != 0 && contains_ci(model.strings[s], needle)) {
+        match[s] = 1;
+        total += d.name_count[s];
+      }
+    }
+  }
+  json_writer w;
+  w.raw("{\"total\":");
+  w.integer(static_cast<std::int64_t>(total));
+  w.raw(",\"results\":[");
+  std::size_t n = 0;
+  if (total != 0) {
+    const auto& evs = model.events;
+    for (std::uint32_t i = 0; i < evs.size() && n < limit; ++i) {
+      if (d.ev_track[i] == no_index || evs[i].name >= match.size() || !match[evs[i].name]) continue;
+      if (n != 0) w.ch(',');
+      w.ch('{');
+      d.write_slice_ref(w, i);
+      w.ch('}');
+      ++n;
+    }
+  }
+  w.raw("]}");
+  return std::move(w.out);
+}
+
+}  // namespace kinetoscope::server

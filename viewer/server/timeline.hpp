@@ -6,6 +6,53 @@
 /// (nesting depth; overlapping GPU slices get extra lanes, nothing is dropped), then answers a
 /// window [start, end] at `px` columns with at most ~20 000 slices, merging slices shorter than
 /// a pixel. The browser never holds the whole trace.
+///
+/// **Tracks.** Every event except `[memory]` instants belongs to exactly one track:
+/// * `cpu`: host events (op, user_annotation, python, python_function, module, runtime,
+///   driver), one track per (pid, tid), named "thread <tid>" (the model keeps no thread names).
+///   The thread holding a `ProfilerStep#` event comes first, then the others by pid, then tid.
+/// * `gpu`: kernel, memcpy, memset and gpu_user_annotation events, one track per (device = pid,
+///   stream = tid), named "GPU <device> stream <stream>", ordered by device then stream.
+/// * `other`: every other event (the "PyTorch Profiler (0)" Trace span, unknown categories), one
+///   track per (pid, tid), named "<pid> <tid>" (string pids/tids by their text).
+/// Track ids are the positions in that display order.
+///
+/// **Lanes (rows).** Inside a track, slices are taken in (ts asc, dur desc, event index) order and
+/// each goes to the lowest free lane at or below its nesting depth (one more than the lane of the
+/// innermost still-open slice): properly nested host events get row = depth; a slice that
+/// partially overlaps its parent, or kernels overlapping on one stream, move to the next lane
+/// whose last slice has ended. No two slices of a lane overlap (touching is allowed), none is
+/// dropped. On GPU tracks gpu_user_annotation slices are laid out first, in rows 0..A-1, and the
+/// device work below them. A negative or NaN `dur` counts as 0.
+///
+/// **Counters.** `counters` of tracks_json are the "GPU <g> Utilization" series of
+/// analysis::gpu_utilization_counters (one per GPU, points [t relative to t0, value in 0..1]);
+/// the Est. SM Efficiency series are left out (two points per kernel run: megabytes on big traces).
+///
+/// **Windows.** Each lane keeps its slices in ts order as compact arrays (ts, end, event index),
+/// and precomputed levels of detail: the same lane merged at thresholds 0.25, 1, 4, 16, ... µs
+/// (a level is kept when it halves the item count of the previous kept one). A window with merge
+/// width m = (end - start) / px scans, per lane, the coarsest level whose threshold is <= m from
+/// a binary search on the ends: merging is monotone in m, so the answer is the same as merging
+/// the raw slices (except that a pre-merged block crossing a window edge is sent whole). Merging:
+/// consecutive slices shorter than m with a gap < m form one block (id -1, count = members, name
+/// of the longest member, ts/dur of their union); slices >= m, and small slices with no small
+/// neighbour, are sent as they are (real ts/dur, count 1, id = event index). When more than
+/// `max_slices` result, m doubles until they fit; `truncated` is true only when they still do not
+/// fit with m beyond 4x the window width (then the first `max_slices` in output order are sent).
+/// Slices are output ordered by track (display order), row, ts. A slice is in the window when
+/// end >= start and ts <= end (times relative to t0).
+///
+/// **Hostile input (the caller contract: everything is clamped, nothing throws).** NaN start is
+/// treated as 0 and NaN end as the trace duration; ±inf and huge values are clamped to ±1e15 µs;
+/// start > end gives an empty window (echoed as given after clamping); px is clamped to
+/// [1, 10000]; max_slices 0 is treated as 1. Unknown track ids in `tracks` are ignored and
+/// duplicates count once. search: the limit is clamped to [0, 1000]; an empty query matches
+/// nothing. Strings are escaped for JSON; invalid UTF-8 becomes U+FFFD.
+///
+/// Precondition: event ts and dur are finite (the loader guarantees it; JSON has no NaN).
+///
+/// All const members are safe to call from several threads at once.
 
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +66,15 @@
 
 namespace kinetoscope::server {
 
+/// Sizes of a built timeline (benchmarks, diagnostics).
+struct timeline_stats {
+  std::size_t tracks = 0;
+  std::size_t lanes = 0;
+  std::size_t slices = 0;        ///< events laid out (all but [memory] instants)
+  std::size_t level_items = 0;   ///< items in all levels of detail together
+  std::size_t memory_bytes = 0;  ///< approximate heap held by the index
+};
+
 class timeline {
  public:
   /// Indexes `model` (which must outlive this object). O(n log n) in the events.
@@ -27,16 +83,28 @@ class timeline {
   timeline(const timeline&) = delete;
   timeline& operator=(const timeline&) = delete;
 
-  /// `/api/timeline/tracks` JSON.
+  /// `/api/timeline/tracks` JSON (built once by the constructor).
   std::string tracks_json() const;
   /// `/api/timeline` JSON for [start_us, end_us] relative to t0 at `px` columns; `tracks`
   /// empty = all tracks, else only those ids. At most `max_slices` slices.
   std::string window_json(double start_us, double end_us, int px, const std::vector<int>& tracks = {},
                           std::size_t max_slices = 20000) const;
+  /// As window_json; `use_levels` = false merges the raw slices (tests compare both; slower).
+  std::string window_json(double start_us, double end_us, int px, const std::vector<int>& tracks,
+                          std::size_t max_slices, bool use_levels) const;
   /// `/api/timeline/event` JSON; nullopt for an unknown id.
   std::optional<std::string> event_json(std::uint32_t id) const;
   /// `/api/timeline/search` JSON.
   std::string search_json(std::string_view query, std::size_t limit) const;
+
+  /// The smallest event ts (absolute µs); times of the JSON answers are relative to it.
+  double t0() const noexcept;
+  /// Track id of event `id`, or -1 ([memory] instants, ids out of range).
+  int track_of(std::uint32_t id) const noexcept;
+  /// Row of event `id` inside its track, or -1.
+  int row_of(std::uint32_t id) const noexcept;
+  /// Sizes of the index.
+  timeline_stats stats() const noexcept;
 
  private:
   struct impl;
