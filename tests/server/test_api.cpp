@@ -1,3 +1,791 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder.
+// The logdir store and every JSON API route (viewer/server/http-api.md), in process: a store on
+// a temporary logdir holding copies of $KINETOSCOPE_SHARED/traces runs, a broken file and a
+// trace with memory events written by kinetoscope itself; answers are compared with the
+// golden numbers of torch-tb-profiler and with the analysis engine run directly on the files.
 #include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/diff_view.hpp"
+#include "analysis/distributed_view.hpp"
+#include "analysis/loader.hpp"
+#include "analysis/memory_view.hpp"
+#include "analysis/op_tree.hpp"
+#include "analysis/report.hpp"
+#include "kinetoscope/trace_data.hpp"
+#include "kinetoscope/writer/chrome_trace.hpp"
+#include "kinetoscope/writer/tfevents.hpp"
+#include "server/api.hpp"
+#include "server/store.hpp"
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+using kinetoscope::server::api;
+using kinetoscope::server::api_request;
+using kinetoscope::server::api_response;
+using kinetoscope::server::store;
+using kinetoscope::server::store_options;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto load_timeout = std::chrono::seconds(300);
+
+fs::path shared_dir() {
+  const char* s = std::getenv("KINETOSCOPE_SHARED");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_SHARED must point at the shared folder");
+  return fs::path(s);
+}
+fs::path traces_dir() { return shared_dir() / "traces"; }
+
+/// A fresh temporary directory, removed at scope exit.
+struct temp_dir {
+  fs::path path;
+  explicit temp_dir(const std::string& tag) {
+    path = fs::temp_directory_path() / ("kinetoscope_test_api_" + tag + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void copy_run(const std::string& run, const fs::path& logdir) {
+  fs::create_directories(logdir / run);
+  for (const auto& e : fs::directory_iterator(traces_dir() / run))
+    if (e.path().filename().string().find(".pt.trace.json") != std::string::npos)
+      fs::copy_file(e.path(), logdir / run / e.path().filename(), fs::copy_options::overwrite_existing);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A trace with memory events, written by the core library (times in µs after the base time).
+std::string memory_trace_text() {
+  kinetoscope::trace_data d;
+  d.pid = 77;
+  d.profile_memory = true;
+  const std::int64_t base = kinetoscope::base_time_ns();
+  auto ns = [&](double us) { return base + static_cast<std::int64_t>(us * 1000); };
+  std::int64_t ext = 0;
+  auto op = [&](std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
+    kinetoscope::cpu_event ev;
+    ev.start_ns = ns(s);
+    ev.end_ns = ns(e);
+    ev.tid = 4242;
+    ev.end_tid = 4242;
+    ev.name = d.intern(name);
+    ev.category = cat;
+    ev.external_id = ++ext;
+    d.events.push_back(ev);
+  };
+  auto mem = [&](double t, std::uint64_t addr, std::int64_t bytes, std::int64_t total) {
+    kinetoscope::memory_event m;
+    m.time_ns = ns(t);
+    m.tid = 4242;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = total;
+    m.total_reserved = 4096;
+    m.device = static_cast<kinetoscope::device_type>(0);
+    m.device_id = -1;
+    d.memory.push_back(m);
+  };
+  op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
+  op("aten::linear", 1010, 1060, kinetoscope::cpu_category::cpu_op);
+  op("aten::empty", 1012, 1014, kinetoscope::cpu_category::cpu_op);
+  mem(1012.5, 0x1000, 1024, 1024);   // aten::empty allocates 1 KB
+  mem(1030, 0x2000, 2048, 3072);     // aten::linear allocates 2 KB
+  mem(1070, 0x1000, -1024, 2048);    // freed outside any operator
+  return kinetoscope::chrome_trace_string(d);
+}
+
+/// The test logdir, loaded once for every test case of this file.
+struct fixture {
+  temp_dir dir{"main"};
+  std::unique_ptr<store> s;
+
+  fixture() {
+    for (const char* run : {"resnet50_v100", "two_ranks", "cpu_only", "diff_base", "diff_test"})
+      copy_run(run, dir.path);
+    // A truncated gzip stream in its own run.
+    fs::create_directories(dir.path / "broken");
+    const std::string gz = read_file(traces_dir() / "cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    std::ofstream(dir.path / "broken" / "bad.pt.trace.json.gz", std::ios::binary) << gz.substr(0, gz.size() / 2);
+    fs::create_directories(dir.path / "memrun");
+    std::ofstream(dir.path / "memrun" / "mem.pt.trace.json", std::ios::binary) << memory_trace_text();
+    {
+      kinetoscope::event_file_writer w((dir.path / "cpu_only").string());
+      w.add_scalars(1, {{"loss", 2.5f}, {"lr", 0.125f}}, 1700000000.5);
+      w.add_scalars(2, {{"loss", 1.5f}}, 1700000001.5);
+    }
+    store_options o;
+    o.logdir = dir.path.string();
+    o.reload_interval_s = 0;
+    s = std::make_unique<store>(o);
+    s->start();
+    REQUIRE(s->wait_idle(load_timeout));
+  }
+};
+
+fixture& shared_fixture() {
+  static fixture f;
+  return f;
+}
+
+api_response get(store& s, const std::string& route, std::vector<std::pair<std::string, std::string>> query = {}) {
+  api_request r;
+  r.route = route;
+  r.query = std::move(query);
+  return api(s).handle(r);
+}
+
+/// GET that must answer 200; the parsed body.
+json get_json(store& s, const std::string& route, std::vector<std::pair<std::string, std::string>> query = {}) {
+  const api_response r = get(s, route, query);
+  INFO("route " << route << ": " << r.body.substr(0, 300));
+  REQUIRE(r.status == 200);
+  CHECK(r.content_type == "application/json; charset=utf-8");
+  return json::parse(r.body);
+}
+
+using query_t = std::vector<std::pair<std::string, std::string>>;
+query_t profile_query(const std::string& run, const std::string& worker, const std::string& span) {
+  return {{"run", run}, {"worker", worker}, {"span", span}};
+}
+query_t with(query_t q, const std::string& k, const std::string& v) {
+  q.emplace_back(k, v);
+  return q;
+}
+
+/// The analysis engine run directly on a trace file (plugin parity defaults, as the store).
+struct direct {
+  an::trace_model model;
+  an::op_trees trees;
+  an::full_report report;
+  explicit direct(const fs::path& p) {
+    an::load_result r = an::load_trace(p.string());
+    REQUIRE(r.ok());
+    model = std::move(*r.model);
+    trees = an::build_op_tree(model);
+    report = an::compute_report(model, trees);
+  }
+};
+
+const fs::path resnet_span1 = "resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+
+}  // namespace
+
+TEST_CASE("api: /runs, /status and /errors after the first load") {
+  store& s = *shared_fixture().s;
+  const json runs = get_json(s, "runs");
+  CHECK(runs["runs"] == json({"cpu_only", "diff_base", "diff_test", "memrun", "resnet50_v100", "two_ranks"}));
+  CHECK(runs["loading"] == false);
+  CHECK(runs["progress"]["percent"] == 100.0);
+  CHECK(runs["progress"]["files_total"] == 9);
+  CHECK(runs["progress"]["files_loaded"] == 8);
+  CHECK(runs["progress"]["files_failed"] == 1);
+  CHECK(runs["progress"]["bytes_loaded"] == runs["progress"]["bytes_total"]);
+
+  const json status = get_json(s, "status");
+  CHECK(status["logdir"] == shared_fixture().dir.path.string());
+  REQUIRE(status["files"].size() == 9);
+  int loaded = 0;
+  for (const auto& f : status["files"]) {
+    if (f["run"] == "broken") {
+      CHECK(f["state"] == "failed");
+      CHECK(f["path"] == "broken/bad.pt.trace.json.gz");
+      REQUIRE(f["error"].is_string());
+      CHECK(f["error"].get<std::string>().find("bad.pt.trace.json.gz") != std::string::npos);
+      CHECK(f["load_seconds"].is_number());
+    } else {
+      CHECK(f["state"] == "loaded");
+      CHECK(f["error"].is_null());
+      CHECK(f["size"].get<std::uint64_t>() == fs::file_size(shared_fixture().dir.path / f["path"].get<std::string>()));
+      ++loaded;
+    }
+  }
+  CHECK(loaded == 8);
+
+  const json errors = get_json(s, "errors", {{"run", "broken"}});
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0]["path"] == "broken/bad.pt.trace.json.gz");
+  CHECK(errors[0]["error"].get<std::string>().find("gzip") != std::string::npos);
+  CHECK(get_json(s, "errors", {{"run", "diff_base"}}) == json::array());
+  CHECK(get(s, "errors", {{"run", "nope"}}).status == 404);
+  // A run whose only file failed is not listed and has no views.
+  CHECK(get(s, "views", {{"run", "broken"}}).status == 404);
+}
+
+TEST_CASE("api: /views, /workers, /spans as the plugin") {
+  store& s = *shared_fixture().s;
+  const direct resnet(traces_dir() / resnet_span1);
+  json expected_views = {"Overview", "Operator", "Kernel", "Trace"};
+  if (resnet.report.memory.present) expected_views.push_back("Memory");
+  if (resnet.report.modules.kind != an::module_view_kind::none) expected_views.push_back("Module");
+  CHECK(get_json(s, "views", {{"run", "resnet50_v100"}}) == expected_views);
+
+  const json cpu_views = get_json(s, "views", {{"run", "cpu_only"}});
+  CHECK(std::find(cpu_views.begin(), cpu_views.end(), "Kernel") == cpu_views.end());
+  CHECK(cpu_views[0] == "Overview");
+  const json two = get_json(s, "views", {{"run", "two_ranks"}});
+  CHECK(std::find(two.begin(), two.end(), "Distributed") != two.end());
+  const json mem = get_json(s, "views", {{"run", "memrun"}});
+  CHECK(std::find(mem.begin(), mem.end(), "Memory") != mem.end());
+
+  CHECK(get_json(s, "workers", {{"run", "resnet50_v100"}, {"view", "Overview"}}) == json({"worker0"}));
+  CHECK(get_json(s, "workers", {{"run", "two_ranks"}, {"view", "Overview"}}) == json({"rank0", "rank1"}));
+  CHECK(get_json(s, "workers", {{"run", "two_ranks"}, {"view", "Distributed"}}) == json({"All"}));
+  CHECK(get_json(s, "workers", {{"run", "cpu_only"}, {"view", "Kernel"}}) == json::array());
+  CHECK(get(s, "workers", {{"run", "cpu_only"}, {"view", "Bogus"}}).status == 400);
+
+  CHECK(get_json(s, "spans", {{"run", "resnet50_v100"}, {"worker", "worker0"}}) == json({"1", "2"}));
+  CHECK(get_json(s, "spans", {{"run", "two_ranks"}, {"worker", "All"}}) == json({"default"}));
+  CHECK(get_json(s, "spans", {{"run", "two_ranks"}, {"worker", "rank1"}}) == json({"default"}));
+  CHECK(get(s, "spans", {{"run", "two_ranks"}, {"worker", "rank7"}}).status == 404);
+}
+
+TEST_CASE("api: /overview of resnet50_v100 span 1 has torch-tb-profiler's golden numbers") {
+  store& s = *shared_fixture().s;
+  std::ifstream in(shared_dir() / "expected" / "resnet50_v100" / "worker0.1623143089861.pt.trace.json.gz.expected.json");
+  REQUIRE(in.good());
+  const json golden = json::parse(in)["overview"];
+  const json ov = get_json(s, "overview", profile_query("resnet50_v100", "worker0", "1"));
+
+  // Execution summary: the golden average, rounded.
+  REQUIRE(ov["performance"].size() == 1);
+  const json& root = ov["performance"][0];
+  CHECK(root["name"] == "Average Step Time");
+  CHECK(root["value"] == golden["average"]["total"]);
+  CHECK(root["value"] == 177592);
+  CHECK(root["extra"] == 100);
+  const std::vector<std::pair<std::string, std::string>> roles = {
+      {"Kernel", "kernel"}, {"Memcpy", "memcpy"}, {"Memset", "memset"}, {"Runtime", "runtime"},
+      {"DataLoader", "dataloader"}, {"CPU Exec", "cpu_exec"}, {"Other", "other"}};
+  REQUIRE(root["children"].size() == roles.size());
+  for (std::size_t i = 0; i < roles.size(); ++i) {
+    CHECK(root["children"][i]["name"] == roles[i].first);
+    CHECK(root["children"][i]["value"] == golden["average"][roles[i].second]);
+  }
+  CHECK(root["children"][0]["extra"] == 55.51);
+
+  // Step rows: the golden steps, each value with its tooltip.
+  const json& steps = ov["steps"];
+  REQUIRE(steps["columns"].size() == 1 + 2 * roles.size());
+  CHECK(steps["columns"][0] == json({{"type", "string"}, {"name", "Step"}}));
+  CHECK(steps["columns"][1]["name"] == "Kernel");
+  CHECK(steps["columns"][2]["role"] == "tooltip");
+  REQUIRE(steps["rows"].size() == 6);
+  REQUIRE(golden["steps"].size() == 6);
+  for (std::size_t r = 0; r < 6; ++r) {
+    const json& row = steps["rows"][r];
+    CHECK(row[0] == golden["steps"][r]["name"]);
+    for (std::size_t i = 0; i < roles.size(); ++i) CHECK(row[1 + 2 * i] == golden["steps"][r][roles[i].second]);
+  }
+  CHECK(steps["rows"][0][2] ==
+        "<div class=\"visualization-tooltip\" style=\"white-space: nowrap;\">Step 5<br>Total: 187948us<br>"
+        "<b>Kernel: 98598us</b><br>Percentage: 52.46%</div>");
+
+  // GPU summary and environment.
+  REQUIRE(ov.contains("gpu_metrics"));
+  CHECK(ov["gpu_metrics"]["title"] == "GPU Summary");
+  bool found = false;
+  for (const auto& item : ov["gpu_metrics"]["data"])
+    if (item["title"] == "GPU Utilization") {
+      CHECK(item["value"] == "55.51 %");
+      found = true;
+    }
+  CHECK(found);
+  const json environments = json::parse(
+      R"js([{"title": "Number of Worker(s)", "value": "1"}, {"title": "Device Type", "value": "GPU"}])js");
+  CHECK(ov["environments"] == environments);
+  CHECK(ov["recommendations"].get<std::string>().starts_with("<ul><li>"));
+  CHECK(ov["recommendations"].get<std::string>().find("DataLoader") != std::string::npos);
+
+  // Repeated: the same body (served from the cache).
+  CHECK(get(s, "overview", profile_query("resnet50_v100", "worker0", "1")).body ==
+        get(s, "overview", profile_query("resnet50_v100", "worker0", "1")).body);
+  // CPU-only: no device columns, no GPU summary.
+  const json cpu = get_json(s, "overview", profile_query("cpu_only", "rank-34.Jul_15_10_52_41", "1"));
+  CHECK_FALSE(cpu.contains("gpu_metrics"));
+  CHECK(cpu["environments"][1]["value"] == "CPU");
+}
+
+TEST_CASE("api: operator and kernel tables equal the analysis engine's rows") {
+  store& s = *shared_fixture().s;
+  const direct d(traces_dir() / resnet_span1);
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+
+  for (bool by_shape : {false, true}) {
+    const json t = get_json(s, "operation/table", with(q, "group_by", by_shape ? "OperationAndInputShape" : "Operation"));
+    CHECK(t["metadata"]["sort"] == "device_self_duration");
+    const auto& rows = by_shape ? d.report.operators_by_shape : d.report.operators_by_name;
+    REQUIRE(t["data"].size() == rows.size());
+    REQUIRE(!rows.empty());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const json& r = t["data"][i];
+      CHECK(r["name"] == rows[i].name);
+      if (by_shape) CHECK(r["input_shape"] == rows[i].input_shape);
+      else CHECK_FALSE(r.contains("input_shape"));
+      CHECK(r["calls"] == rows[i].calls);
+      CHECK(r["device_self_duration"].get<double>() == rows[i].device_self_us);
+      CHECK(r["device_total_duration"].get<double>() == rows[i].device_total_us);
+      CHECK(r["host_self_duration"].get<double>() == rows[i].host_self_us);
+      CHECK(r["host_total_duration"].get<double>() == rows[i].host_total_us);
+      CHECK(r["tc_eligible"] == (rows[i].tc_eligible ? "Yes" : "No"));
+      CHECK(r["has_call_stack"] == rows[i].has_call_stack);
+    }
+  }
+
+  const json kt = get_json(s, "kernel/table", q);
+  CHECK(kt["metadata"]["sort"] == "Total Duration (us)");
+  REQUIRE(kt["data"]["rows"].size() == d.report.kernels_by_name.size());
+  CHECK(kt["data"]["columns"][0]["name"] == "Name");
+  for (std::size_t i = 0; i < d.report.kernels_by_name.size(); ++i) {
+    const json& r = kt["data"]["rows"][i];
+    const an::kernel_row& k = d.report.kernels_by_name[i];
+    CHECK(r[0] == k.name);
+    CHECK(r[1] == (k.tensor_cores_used ? "Yes" : "No"));
+    CHECK(r[2] == k.calls);
+    CHECK(r[3].get<double>() == k.total_us);
+    CHECK(r[4].get<double>() == k.mean_us);
+    CHECK(r[5].get<double>() == k.max_us);
+    CHECK(r[6].get<double>() == k.min_us);
+  }
+  const json kop = get_json(s, "kernel/table", with(q, "group_by", "KernelNameAndOpName"));
+  REQUIRE(kop["data"]["rows"].size() == d.report.kernels_by_operator.size());
+  CHECK(kop["data"]["columns"][1]["name"] == "Operator");
+  for (std::size_t i = 0; i < d.report.kernels_by_operator.size(); ++i) {
+    const json& r = kop["data"]["rows"][i];
+    const an::kernel_op_row& k = d.report.kernels_by_operator[i];
+    CHECK(r[0] == k.name);
+    CHECK(r[1] == k.operator_name);
+    CHECK(r[2] == k.grid);
+    CHECK(r[3] == k.block);
+    CHECK(r[8] == k.calls);
+    CHECK(r[9].get<double>() == k.total_us);
+  }
+
+  // Pies: the kernel pie's rows are the kernels' raw totals; the operator pies are non-null.
+  const json kp = get_json(s, "kernel", q);
+  REQUIRE(kp["total"]["rows"].size() == d.report.kernels_by_name.size());
+  CHECK(kp["total"]["rows"][0][1].get<double>() == d.report.kernels_by_name[0].total_raw_us);
+  const json tc = get_json(s, "kernel/tc_pie", q);
+  CHECK(tc["total"]["rows"][0][0] == "Using Tensor Cores");
+  CHECK(tc["total"]["rows"][0][1].get<double>() + tc["total"]["rows"][1][1].get<double>() == doctest::Approx(1.0));
+  const json pies = get_json(s, "operation", with(q, "group_by", "Operation"));
+  for (const char* k : {"device_total_time", "device_self_time", "host_total_time", "host_self_time"}) {
+    INFO(k);
+    REQUIRE(pies[k].is_object());
+    CHECK(pies[k]["rows"].size() > 0);
+  }
+  CHECK(pies["host_self_time"]["title"] == "Host Self Time (us)");
+
+  // An unknown operator key: 404, not 500.
+  CHECK(get(s, "operation/stack", with(q, "op_name", "no::such_op")).status == 404);
+
+  // CPU-only: kernel routes answer null, the operator table has no device columns.
+  const auto cq = profile_query("cpu_only", "rank-34.Jul_15_10_52_41", "1");
+  for (const char* route : {"kernel", "kernel/table", "kernel/tc_pie"}) CHECK(get_json(s, route, cq).is_null());
+  const json ct = get_json(s, "operation/table", cq);
+  CHECK(ct["metadata"]["sort"] == "host_self_duration");
+  REQUIRE(!ct["data"].empty());
+  CHECK_FALSE(ct["data"][0].contains("device_self_duration"));
+}
+
+TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
+  store& s = *shared_fixture().s;
+  const direct r0(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz");
+  const direct r1(traces_dir() / "two_ranks" / "rank1.pt.trace.json.gz");
+  std::vector<an::distributed_worker_input> in = {
+      {"rank0", &r0.model, &r0.trees, an::distributed_steps(r0.report.overview)},
+      {"rank1", &r1.model, &r1.trees, an::distributed_steps(r1.report.overview)}};
+  const an::distributed_result d = an::compute_distributed(in);
+  REQUIRE(d.available);
+  const query_t q = {{"run", "two_ranks"}, {"worker", "All"}, {"span", "default"}};
+
+  const json overlap = get_json(s, "distributed/overlap", q);
+  CHECK(overlap["metadata"]["legends"] == json({"Computation", "Overlapping", "Communication", "Other"}));
+  for (const auto& w : d.workers) {
+    const json& all = overlap["data"]["all"][w.worker];
+    REQUIRE(all.size() == 4);
+    CHECK(all[0].get<double>() == w.overlap_all.computation);
+    CHECK(all[1].get<double>() == w.overlap_all.overlap);
+    CHECK(all[2].get<double>() == w.overlap_all.communication);
+    CHECK(all[3].get<double>() == w.overlap_all.other);
+    for (const auto& [step, bar] : w.overlap) CHECK(overlap["data"][step][w.worker][0].get<double>() == bar.computation);
+  }
+  const json wait = get_json(s, "distributed/waittime", q);
+  for (const auto& w : d.workers) {
+    CHECK(wait["data"]["all"][w.worker][0].get<double>() == w.wait_all.transfer);
+    CHECK(wait["data"]["all"][w.worker][1].get<double>() == w.wait_all.synchronizing);
+  }
+  const json ops = get_json(s, "distributed/commops", q);
+  for (const auto& w : d.workers) {
+    const json& rows = ops["data"][w.worker]["rows"];
+    REQUIRE(rows.size() == w.comm_ops.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(rows[i][0] == w.comm_ops[i].name);
+      CHECK(rows[i][1] == w.comm_ops[i].calls);
+      CHECK(rows[i][2] == w.comm_ops[i].total_size_bytes);
+      CHECK(rows[i][4].get<double>() == w.comm_ops[i].total_latency_us);
+    }
+  }
+  CHECK(ops["data"][d.workers[0].worker]["columns"].size() == 8);
+  const json gpu = get_json(s, "distributed/gpuinfo", q);
+  if (d.device_info.empty()) CHECK(gpu.is_null());
+  else CHECK(gpu["data"].size() == d.device_info.size());
+
+  // A single-worker run: the view is absent, answered with null (not an error).
+  CHECK(get_json(s, "distributed/overlap", {{"run", "cpu_only"}, {"span", "1"}}).is_null());
+  CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}, {"span", "9"}}).status == 404);
+  CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}}).status == 400);
+  CHECK(get(s, "distributed/bogus", q).status == 404);
+}
+
+TEST_CASE("api: /diffnode of diff_base vs diff_test equals compute_diff") {
+  store& s = *shared_fixture().s;
+  const direct base(traces_dir() / "diff_base" / "base.pt.trace.json.gz");
+  const direct test(traces_dir() / "diff_test" / "test.pt.trace.json.gz");
+  const an::diff_node root = an::compute_diff(base.trees, test.trees);
+  const query_t q = {{"run", "diff_base"}, {"worker", "base"}, {"span", "default"},
+                     {"exp_run", "diff_test"}, {"exp_worker", "test"}, {"exp_span", "default"}};
+  const json j = get_json(s, "diffnode", q);
+  CHECK(j["path"] == "0");
+  CHECK(j["left"]["name"] == root.baseline.name);
+  CHECK(j["left"]["duration"].get<double>() == root.baseline.duration);
+  CHECK(j["right"]["total_duration"].get<double>() == root.experimental.total_duration);
+  REQUIRE(j["left"]["aggs"].size() == root.baseline.aggs.size());
+  if (!root.baseline.aggs.empty()) {
+    CHECK(j["left"]["aggs"][0]["name"] == root.baseline.aggs[0].name);
+    CHECK(j["left"]["aggs"][0]["calls"] == root.baseline.aggs[0].calls);
+  }
+  REQUIRE(j["children"].size() == root.children.size());
+  for (std::size_t i = 0; i < root.children.size(); ++i) {
+    CHECK(j["children"][i]["path"] == root.children[i].path);
+    CHECK(j["children"][i]["left"]["name"] == root.children[i].baseline.name);
+    CHECK_FALSE(j["children"][i].contains("children"));
+  }
+  // Drill down into the first child (when the trees have comparable children).
+  if (!root.children.empty()) {
+    const json child = get_json(s, "diffnode", with(q, "path", root.children[0].path));
+    CHECK(child["path"] == root.children[0].path);
+    CHECK(child["children"].size() == root.children[0].children.size());
+  }
+  CHECK(get(s, "diffnode", with(q, "path", "0-999")).status == 404);
+
+  // The two spans of resnet50_v100 (the plugin's example): top-level children to drill into.
+  const direct span1(traces_dir() / resnet_span1);
+  const direct span2(traces_dir() / "resnet50_v100" / "worker0.1623143566756.pt.trace.json.gz");
+  const an::diff_node rroot = an::compute_diff(span1.trees, span2.trees);
+  REQUIRE(rroot.children.size() > 1);
+  const query_t rq = {{"run", "resnet50_v100"}, {"worker", "worker0"}, {"span", "1"},
+                      {"exp_run", "resnet50_v100"}, {"exp_worker", "worker0"}, {"exp_span", "2"}};
+  const json rj = get_json(s, "diffnode", rq);
+  CHECK(rj["left"]["name"] == "CompositeNodes");
+  CHECK(rj["left"]["duration"].get<double>() == rroot.baseline.duration);
+  CHECK(rj["right"]["device_duration"].get<double>() == rroot.experimental.device_duration);
+  REQUIRE(rj["children"].size() == rroot.children.size());
+  const an::diff_node& second = rroot.children[1];
+  CHECK(rj["children"][1]["path"] == "0-1");
+  CHECK(rj["children"][1]["left"]["total_duration"].get<double>() == second.baseline.total_duration);
+  const json drill = get_json(s, "diffnode", with(rq, "path", "0-1"));
+  CHECK(drill["path"] == "0-1");
+  CHECK(drill["left"]["name"] == second.baseline.name);
+  CHECK(drill["children"].size() == second.children.size());
+  CHECK(get(s, "diffnode", with(q, "path", "0-x")).status == 400);
+  query_t missing(q.begin(), q.end() - 1);
+  const api_response r = get(s, "diffnode", missing);
+  CHECK(r.status == 400);
+  CHECK(json::parse(r.body)["error"] == "Must specify exp_span in request url");
+}
+
+TEST_CASE("api: memory routes, empty without memory data and real numbers with it") {
+  store& s = *shared_fixture().s;
+  // Without memory events: the documented empty payloads.
+  const auto cq = profile_query("cpu_only", "rank-34.Jul_15_10_52_41", "1");
+  const direct cpu(traces_dir() / "cpu_only" / "rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+  if (!cpu.report.memory.present) {
+    CHECK(get_json(s, "memory", cq)["rows"] == json::object());
+    CHECK(get_json(s, "memory_events", cq)["rows"] == json::object());
+    CHECK(get_json(s, "memory_curve", cq)["rows"] == json::object());
+  }
+
+  // The kinetoscope-written trace.
+  const auto mq = profile_query("memrun", "mem", "default");
+  const json stats = get_json(s, "memory", mq);
+  CHECK(stats["metadata"]["default_device"] == "CPU");
+  CHECK(stats["metadata"]["sort"] == "Self Size Increase (KB)");
+  REQUIRE(stats["rows"].contains("CPU"));
+  std::map<std::string, json> by_name;
+  for (const auto& r : stats["rows"]["CPU"]) by_name[r[0].get<std::string>()] = r;
+  REQUIRE(by_name.count("aten::empty") == 1);
+  REQUIRE(by_name.count("aten::linear") == 1);
+  // aten::empty: 1 call, +1 KB self; aten::linear: +3 KB with its child, +2 KB self.
+  CHECK(by_name["aten::empty"] == json({"aten::empty", 1, 1.0, 1.0, 1, 1, 1.0, 1.0}));
+  CHECK(by_name["aten::linear"] == json({"aten::linear", 1, 3.0, 2.0, 2, 1, 3.0, 2.0}));
+
+  const json curve = get_json(s, "memory_curve", mq);
+  CHECK(curve["metadata"]["devices"] == json({"CPU"}));
+  CHECK(curve["metadata"]["peaks"]["CPU"] == "Peak Memory Usage: 0.0MB");
+  CHECK(curve["metadata"]["time_metric"] == "ms");
+  const json curve_kb = get_json(s, "memory_curve", with(mq, "memory_metric", "KB"));
+  CHECK(curve_kb["metadata"]["peaks"]["CPU"] == "Peak Memory Usage: 3.0KB");
+  REQUIRE(curve_kb["rows"]["CPU"].size() == 5);  // 3 records in the step shape
+  CHECK(curve_kb["rows"]["CPU"][0][1] == 1.0);
+  CHECK(curve_kb["rows"]["CPU"][0][2] == 4.0);
+
+  const json events = get_json(s, "memory_events", with(mq, "time_metric", "us"));
+  REQUIRE(events["rows"]["CPU"].size() == 2);
+  // The 1 KB block: allocated at 12.5 µs (after the trace start), freed at 70 µs.
+  const json& paired = events["rows"]["CPU"][0];
+  CHECK(paired[0] == "aten::linear (aten::empty)");
+  CHECK(paired[1] == 1.0);
+  CHECK(paired[2] == 12.5);
+  CHECK(paired[3] == 70.0);
+  CHECK(paired[4] == 57.5);
+  CHECK(events["rows"]["CPU"][1][3].is_null());  // the 2 KB block is never freed
+
+  // A range [first_ts + 20, first_ts + 40] µs keeps only the 2 KB allocation of aten::linear.
+  const double first_ts = curve["metadata"]["first_ts"].get<double>();
+  const query_t ranged = with(with(mq, "start_ts", std::to_string(first_ts + 20)), "end_ts",
+                              std::to_string(first_ts + 40));
+  const json rstats = get_json(s, "memory", ranged);
+  REQUIRE(rstats["rows"]["CPU"].size() == 1);
+  CHECK(rstats["rows"]["CPU"][0] == json({"aten::linear", 1, 2.0, 2.0, 1, 1, 2.0, 2.0}));
+  CHECK(get_json(s, "memory_events", ranged)["rows"]["CPU"].size() == 1);
+
+  CHECK(get(s, "memory", with(mq, "start_ts", "abc")).status == 400);
+  CHECK(get(s, "memory", with(mq, "end_ts", "1e999")).status == 400);
+  CHECK(get(s, "memory", with(with(mq, "start_ts", "10"), "end_ts", "5")).status == 400);
+  CHECK(get(s, "memory_curve", with(mq, "memory_metric", "PB")).status == 400);
+  CHECK(get(s, "memory_events", with(mq, "time_metric", "days")).status == 400);
+}
+
+TEST_CASE("api: module, recommendations, diagnostics, scalars") {
+  store& s = *shared_fixture().s;
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const direct d(traces_dir() / resnet_span1);
+  const json module = get_json(s, "module", q);
+  if (d.report.modules.kind == an::module_view_kind::none) CHECK(module.is_null());
+  else CHECK(module["data"].size() == d.report.modules.rows.size());
+
+  const json recs = get_json(s, "recommendations", q);
+  REQUIRE(recs.size() == d.report.recommendations.size());
+  bool data_loader = false;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    CHECK(recs[i]["text"] == d.report.recommendations[i].text);
+    CHECK(recs[i]["html"] == d.report.recommendations[i].html);
+    CHECK(recs[i]["numbers"].is_object());
+    if (d.report.recommendations[i].kind == an::recommendation_kind::data_loader) {
+      data_loader = true;
+      CHECK(recs[i]["numbers"]["avg_step_us"] == 177592);
+      CHECK(recs[i]["numbers"]["avg_dataloader_us"] == 59262);
+      CHECK(recs[i]["numbers"]["dataloader_pct"] == 33.37);
+    }
+  }
+  CHECK(data_loader);
+
+  const json diag = get_json(s, "diagnostics", q);
+  CHECK(diag["events_by_category"] == json(d.model.diagnostics.events_by_category));
+  CHECK(diag["attribution"]["kernels"] == d.trees.stats.kernels);
+  CHECK(diag["file_bytes"] == fs::file_size(traces_dir() / resnet_span1));
+  CHECK(diag["load_seconds"].get<double>() > 0);
+
+  const json sc = get_json(s, "scalars", {{"run", "cpu_only"}});
+  CHECK(sc["files"] == 1);
+  CHECK(sc["errors"] == json::array());
+  CHECK(sc["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5], [2, 1.5, 1700000001.5]]"));
+  CHECK(sc["tags"]["lr"] == json::parse("[[1, 0.125, 1700000000.5]]"));
+  const json no_scalars = json::parse(R"({"tags": {}, "files": 0, "errors": []})");
+  CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
+}
+
+TEST_CASE("api: timeline routes reach the profile's timeline") {
+  store& s = *shared_fixture().s;
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const json tracks = get_json(s, "timeline/tracks", q);
+  REQUIRE(tracks["tracks"].is_array());
+  CHECK(!tracks["tracks"].empty());
+  const double duration = tracks["duration"].get<double>();
+  CHECK(duration > 0);
+  const json w = get_json(s, "timeline", with(with(with(q, "start", "0"), "end", std::to_string(duration)), "px", "800"));
+  REQUIRE(w["slices"]["ts"].is_array());
+  CHECK(!w["slices"]["ts"].empty());
+  const std::int64_t id = [&] {
+    for (const auto& v : w["slices"]["id"])
+      if (v.get<std::int64_t>() >= 0) return v.get<std::int64_t>();
+    return std::int64_t{-1};
+  }();
+  REQUIRE(id >= 0);
+  const json ev = get_json(s, "timeline/event", with(q, "id", std::to_string(id)));
+  CHECK(ev["id"] == id);
+  CHECK(get(s, "timeline/event", with(q, "id", "4000000000")).status == 404);
+  const json found = get_json(s, "timeline/search", with(with(q, "q", "ProfilerStep"), "limit", "3"));
+  CHECK(found["results"].size() == 3);
+  CHECK(found["total"].get<int>() >= 6);
+  CHECK(get(s, "timeline", with(with(with(q, "start", "0"), "end", "10"), "px", "0")).status == 400);
+  CHECK(get(s, "timeline", with(with(with(q, "start", "x"), "end", "10"), "px", "10")).status == 400);
+  CHECK(get(s, "timeline", with(with(q, "start", "0"), "px", "10")).status == 400);
+  CHECK(get(s, "timeline", with(with(with(with(q, "start", "0"), "end", "10"), "px", "10"), "tracks", "0,a")).status ==
+        400);
+}
+
+TEST_CASE("api: validation answers 400 and 404 with JSON errors") {
+  store& s = *shared_fixture().s;
+  auto error_of = [&](const std::string& route, query_t q) {
+    const api_response r = get(s, route, std::move(q));
+    return std::pair{r.status, json::parse(r.body)["error"].get<std::string>()};
+  };
+  CHECK(error_of("overview", {}) == std::pair{400u, std::string("Must specify run in request url")});
+  CHECK(error_of("overview", {{"run", "resnet50_v100"}, {"worker", "worker0"}}) ==
+        std::pair{400u, std::string("Must specify span in request url")});
+  CHECK(error_of("views", {}).first == 400);
+  CHECK(error_of("views", {{"run", "nope"}}).first == 404);
+  CHECK(error_of("overview", profile_query("nope", "worker0", "1")).first == 404);
+  CHECK(error_of("overview", profile_query("resnet50_v100", "worker0", "3")).first == 404);
+  CHECK(error_of("overview", profile_query("resnet50_v100", "worker9", "1")).first == 404);
+  CHECK(error_of("no/such/route", {}).first == 404);
+  CHECK(error_of("overview", {{"run", std::string(2000, 'a')}}).first == 400);
+  CHECK(error_of("operation/stack", profile_query("resnet50_v100", "worker0", "1")) ==
+        std::pair{400u, std::string("Must specify op_name in request url")});
+  // Unknown parameters are ignored.
+  CHECK(get(s, "overview", with(profile_query("resnet50_v100", "worker0", "1"), "x", "y")).status == 200);
+}
+
+TEST_CASE("api: concurrent handle() calls from 4 threads give identical bodies") {
+  store& s = *shared_fixture().s;
+  const auto q = profile_query("two_ranks", "rank0", "default");
+  const std::vector<std::pair<std::string, query_t>> requests = {
+      {"overview", q},
+      {"operation/table", with(q, "group_by", "OperationAndInputShape")},
+      {"kernel/table", q},
+      {"distributed/overlap", {{"run", "two_ranks"}, {"span", "default"}}},
+      {"recommendations", q},
+      {"timeline/tracks", q},
+      {"runs", {}},
+      {"diffnode", {{"run", "two_ranks"}, {"worker", "rank0"}, {"span", "default"},
+                    {"exp_run", "two_ranks"}, {"exp_worker", "rank1"}, {"exp_span", "default"}}},
+  };
+  std::vector<std::vector<std::string>> bodies(4);
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round)
+        for (std::size_t i = 0; i < requests.size(); ++i) {
+          const api_response r = get(s, requests[i].first, requests[i].second);
+          std::string b = std::to_string(r.status) + r.body;
+          if (round == 0) bodies[t].push_back(std::move(b));
+          else if (bodies[t][i] != b) ++mismatches[t];
+        }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) CHECK(mismatches[t] == 0);
+  for (int t = 1; t < 4; ++t) CHECK(bodies[t] == bodies[0]);
+  REQUIRE(bodies[0].size() == requests.size());
+  for (const auto& b : bodies[0]) CHECK(b.starts_with("200"));
+}
+
+TEST_CASE("store: rescan picks up new, changed and removed files; symlinks out of the logdir are skipped") {
+  temp_dir dir("rescan");
+  temp_dir outside("outside");
+  copy_run("cpu_only", dir.path);
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "runs")["runs"] == json({"cpu_only"}));
+
+  // New run.
+  copy_run("diff_base", dir.path);
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "runs")["runs"] == json({"cpu_only", "diff_base"}));
+
+  // Changed file: diff_test's content under diff_base's name is reloaded.
+  const auto q = profile_query("diff_base", "base", "default");
+  const std::string before = get_json(s, "overview", q).dump();
+  const auto old_profile = s.find("diff_base", "base", "default");
+  fs::copy_file(traces_dir() / "diff_test" / "test.pt.trace.json.gz", dir.path / "diff_base" / "base.pt.trace.json.gz",
+                fs::copy_options::overwrite_existing);
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  const auto new_profile = s.find("diff_base", "base", "default");
+  REQUIRE(new_profile);
+  CHECK(new_profile != old_profile);
+  CHECK(new_profile->generation != old_profile->generation);
+  CHECK(new_profile->file_bytes == fs::file_size(traces_dir() / "diff_test" / "test.pt.trace.json.gz"));
+  const std::string after = get_json(s, "overview", q).dump();
+  CHECK(after != before);
+  // The old profile stays valid for whoever still holds it.
+  CHECK(old_profile->file_bytes == fs::file_size(traces_dir() / "diff_base" / "base.pt.trace.json.gz"));
+
+  // Removed file: the run is gone.
+  fs::remove_all(dir.path / "diff_base");
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "runs")["runs"] == json({"cpu_only"}));
+  CHECK(get(s, "overview", q).status == 404);
+
+  // A symlink to a trace outside the logdir: listed as skipped, never loaded.
+  copy_run("diff_test", outside.path);
+  fs::create_directories(dir.path / "linked");
+  fs::create_symlink(outside.path / "diff_test" / "test.pt.trace.json.gz", dir.path / "linked" / "test.pt.trace.json.gz");
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  bool skipped = false;
+  const json status = get_json(s, "status");
+  for (const auto& f : status["files"])
+    if (f["run"] == "linked") {
+      CHECK(f["state"] == "skipped");
+      CHECK(f["error"].get<std::string>().find("outside the logdir") != std::string::npos);
+      skipped = true;
+    }
+  CHECK(skipped);
+  CHECK(get_json(s, "runs")["runs"] == json({"cpu_only"}));
+  CHECK(get_json(s, "runs")["progress"]["files_total"] == 1);
+
+  // With follow_outside_symlinks the same file loads.
+  o.follow_outside_symlinks = true;
+  store follow(o);
+  follow.start();
+  REQUIRE(follow.wait_idle(load_timeout));
+  CHECK(get_json(follow, "runs")["runs"] == json({"cpu_only", "linked"}));
+}
+
+TEST_CASE("store: the destructor stops a store with a reload interval promptly") {
+  temp_dir dir("stop");
+  copy_run("cpu_only", dir.path);
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    store_options o;
+    o.logdir = dir.path.string();
+    o.reload_interval_s = 3600;
+    store s(o);
+    s.start();
+    REQUIRE(s.wait_idle(load_timeout));
+    CHECK(s.progress().files_loaded == 1);
+  }
+  // Loading one tiny file and stopping takes far less than the hour of the reload interval.
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+}

@@ -1,13 +1,485 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder until the API lands (helper H2 replaces this file).
+/// @file api.cpp
+/// Request validation and routing of the JSON API (http-api.md). The bodies are built by
+/// payloads.cpp from what the store computed at load time; serialized bodies of the profile
+/// views are cached in the store under (route, query, profile generation), so a repeated
+/// request is a lookup.
 #include "server/api.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "analysis/memory_view.hpp"
+#include "kinetoscope/writer/tfevents.hpp"
+#include "server/payloads.hpp"
+#include "server/store.hpp"
+#include "server/timeline.hpp"
+
 namespace kinetoscope::server {
+namespace {
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+using payloads::ojson;
+
+constexpr std::size_t max_param_bytes = 1024;
+/// View names in the plugin's order (Lightning is served as Module).
+const char* const view_order[] = {"Overview", "Operator", "Kernel", "Trace", "Distributed", "Memory", "Module"};
+
+/// Thrown by the helpers below; handle() turns it into the response.
+struct api_error {
+  unsigned status;
+  std::string message;
+};
+
+std::string dump(const ojson& j) { return j.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
+api_response json_ok(std::string body) { return {200, "application/json; charset=utf-8", std::move(body)}; }
+
+const std::string& required(const api_request& r, std::string_view name) {
+  const std::string* v = r.param(name);
+  if (v == nullptr) throw api_error{400, "Must specify " + std::string(name) + " in request url"};
+  return *v;
+}
+
+/// Strict decimal number: the whole text, finite.
+double parse_double(std::string_view name, const std::string& text) {
+  double v = 0;
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  if (first != last && *first == '+') ++first;
+  const auto [ptr, ec] = std::from_chars(first, last, v);
+  if (text.empty() || ec != std::errc() || ptr != last || !std::isfinite(v))
+    throw api_error{400, std::string(name) + " must be a number (got '" + text + "')"};
+  return v;
+}
+
+std::int64_t parse_int(std::string_view name, const std::string& text, std::int64_t lo, std::int64_t hi) {
+  std::int64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || v < lo || v > hi)
+    throw api_error{400, std::string(name) + " must be an integer in [" + std::to_string(lo) + ", " +
+                             std::to_string(hi) + "] (got '" + text + "')"};
+  return v;
+}
+
+std::optional<double> optional_double(const api_request& r, std::string_view name) {
+  const std::string* v = r.param(name);
+  if (v == nullptr) return std::nullopt;
+  return parse_double(name, *v);
+}
+
+an::memory_size_unit memory_unit(const api_request& r, an::memory_size_unit fallback) {
+  const std::string* v = r.param("memory_metric");
+  if (v == nullptr) return fallback;
+  auto u = an::parse_memory_unit(*v);
+  if (!u) throw api_error{400, "memory_metric must be B, KB, MB or GB (got '" + *v + "')"};
+  return *u;
+}
+
+an::memory_time_unit time_unit(const api_request& r) {
+  const std::string* v = r.param("time_metric");
+  if (v == nullptr) return an::memory_time_unit::ms;
+  auto u = an::parse_time_unit(*v);
+  if (!u) throw api_error{400, "time_metric must be us, ms or s (got '" + *v + "')"};
+  return *u;
+}
+
+/// The [start_ts, end_ts] filter of the memory routes (absolute µs; a missing end is open).
+std::optional<std::pair<double, double>> memory_range(const api_request& r) {
+  const auto start = optional_double(r, "start_ts");
+  const auto end = optional_double(r, "end_ts");
+  if (!start && !end) return std::nullopt;
+  const double inf = std::numeric_limits<double>::infinity();
+  const double lo = start ? *start : -inf;
+  const double hi = end ? *end : inf;
+  if (lo > hi) throw api_error{400, "start_ts must not be greater than end_ts"};
+  return std::pair{lo, hi};
+}
+
+/// "0", "0-3", "0-3-1".
+void check_diff_path(const std::string& path) {
+  bool digit = false;
+  for (char c : path) {
+    if (c >= '0' && c <= '9') {
+      digit = true;
+    } else if (c == '-' && digit) {
+      digit = false;
+    } else {
+      digit = false;
+      break;
+    }
+  }
+  if (!digit) throw api_error{400, "path must look like 0-1-2 (got '" + path + "')"};
+}
+
+std::vector<int> parse_tracks(const std::string& text) {
+  std::vector<int> out;
+  if (text.empty()) return out;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', pos), text.size());
+    out.push_back(static_cast<int>(parse_int("tracks", text.substr(pos, comma - pos), 0, 1 << 30)));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+class router {
+ public:
+  router(store& s, const api_request& r) : s_(s), r_(r) {}
+
+  api_response route() {
+    for (const auto& [k, v] : r_.query)
+      if (v.size() > max_param_bytes || k.size() > max_param_bytes || v.find('\0') != std::string::npos)
+        throw api_error{400, "parameter " + k.substr(0, 64) + " is too long or holds a NUL byte"};
+    const std::string& route = r_.route;
+    if (route == "runs") return runs();
+    if (route == "status") return status();
+    if (route == "errors") return errors();
+    if (route == "views") return views();
+    if (route == "workers") return workers();
+    if (route == "spans") return spans();
+    if (route == "scalars") return scalars();
+    if (route.starts_with("distributed/")) return distributed(route.substr(12));
+    if (route == "diffnode") return diffnode();
+    static const std::set<std::string, std::less<>> profile_routes = {
+        "overview",      "operation",    "operation/table", "operation/stack", "kernel",
+        "kernel/table",  "kernel/tc_pie", "memory",         "memory_curve",    "memory_events",
+        "module",        "recommendations", "diagnostics",  "timeline",        "timeline/tracks",
+        "timeline/event", "timeline/search"};
+    if (profile_routes.count(route) != 0) return profile_route(route);
+    throw api_error{404, "unknown API route '" + route.substr(0, 128) + "'"};
+  }
+
+ private:
+  store& s_;
+  const api_request& r_;
+
+  /// The query as part of a cache key: pairs sorted, unit-separated.
+  std::string query_key() const {
+    auto q = r_.query;
+    std::sort(q.begin(), q.end());
+    std::string k;
+    for (const auto& [name, value] : q) k += name + '\x1f' + value + '\x1e';
+    return k;
+  }
+
+  /// The body of this request from the store's cache, else make() (cached when it returns;
+  /// an api_error thrown by make() is not cached). `version` identifies the data it reads.
+  template <class F>
+  api_response cached(std::uint64_t generation, F&& make, std::string_view version = {}) {
+    const std::string key =
+        r_.route + '\x1d' + query_key() + '\x1d' + std::to_string(generation) + '\x1d' + std::string(version);
+    if (auto body = s_.cached_body(key)) return json_ok(std::move(*body));
+    std::string body = make();
+    s_.cache_body(key, body);
+    return json_ok(std::move(body));
+  }
+
+  ojson progress_json() const {
+    const load_progress p = s_.progress();
+    return {{"files_total", p.files_total},
+            {"files_loaded", p.files_loaded},
+            {"files_failed", p.files_failed},
+            {"bytes_total", p.bytes_total},
+            {"bytes_loaded", p.bytes_loaded},
+            {"percent", std::round(p.percent() * 10.0) / 10.0}};
+  }
+
+  const std::string& known_run() {
+    const std::string& run = required(r_, "run");
+    if (!s_.run_known(run)) throw api_error{404, "could not find the run " + run};
+    return run;
+  }
+  /// A run with at least one loaded file, and those files.
+  std::vector<file_status> loaded_run(const std::string& run) {
+    std::vector<file_status> files = s_.run_files(run);
+    if (files.empty()) throw api_error{404, "could not find the run " + run};
+    return files;
+  }
+
+  api_response runs() {
+    ojson j;
+    j["runs"] = s_.runs();
+    const load_progress p = s_.progress();
+    j["loading"] = p.loading;
+    j["progress"] = progress_json();
+    return json_ok(dump(j));
+  }
+
+  api_response status() {
+    ojson j;
+    j["logdir"] = s_.options().logdir;
+    j["loading"] = s_.progress().loading;
+    j["progress"] = progress_json();
+    ojson files = ojson::array();
+    for (const auto& f : s_.files())
+      files.push_back({{"run", f.run},
+                       {"worker", f.worker},
+                       {"span", f.span},
+                       {"path", f.path},
+                       {"size", f.size},
+                       {"state", file_state_name(f.state)},
+                       {"error", f.error.empty() ? ojson(nullptr) : ojson(f.error)},
+                       {"warnings", f.warnings},
+                       {"load_seconds", f.load_seconds ? ojson(*f.load_seconds) : ojson(nullptr)}});
+    j["files"] = std::move(files);
+    return json_ok(dump(j));
+  }
+
+  api_response errors() {
+    const std::string& run = known_run();
+    ojson out = ojson::array();
+    for (const auto& f : s_.files()) {
+      if (f.run != run) continue;
+      const bool failed = f.state == file_state::failed || f.state == file_state::skipped;
+      const bool warned = f.loaded && f.warnings > 0;
+      if (!failed && !warned) continue;
+      ojson e;
+      e["path"] = f.path;
+      e["error"] = f.error.empty() ? ojson(nullptr) : ojson(f.error);
+      e["warnings"] = f.loaded ? ojson(f.loaded->model.diagnostics.warnings) : ojson::object();
+      e["messages"] = f.loaded ? ojson(f.loaded->model.diagnostics.messages) : ojson::array();
+      out.push_back(std::move(e));
+    }
+    return json_ok(dump(out));
+  }
+
+  static bool offers(const profile& p, std::string_view view) {
+    if (view == "Overview" || view == "Operator" || view == "Trace") return true;
+    if (view == "Kernel") return p.kernel_view;
+    if (view == "Memory") return p.report.memory.present;
+    if (view == "Module") return p.report.modules.kind != an::module_view_kind::none;
+    return false;
+  }
+
+  static std::set<std::string> distributed_spans(const std::vector<file_status>& files) {
+    std::map<std::string, std::set<std::string>> workers_of_span;
+    for (const auto& f : files) workers_of_span[f.span].insert(f.worker);
+    std::set<std::string> spans;
+    for (const auto& [span, workers] : workers_of_span)
+      if (workers.size() >= 2) spans.insert(span);
+    return spans;
+  }
+
+  api_response views() {
+    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    ojson out = ojson::array();
+    const bool dist = !distributed_spans(files).empty();
+    for (const char* v : view_order) {
+      bool any = v == std::string_view("Distributed") && dist;
+      for (const auto& f : files) any = any || offers(*f.loaded, v);
+      if (any) out.push_back(v);
+    }
+    return json_ok(dump(out));
+  }
+
+  api_response workers() {
+    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    const std::string& view = required(r_, "view");
+    if (std::find(std::begin(view_order), std::end(view_order), view) == std::end(view_order) && view != "Lightning")
+      throw api_error{400, "unknown view '" + view + "'"};
+    std::set<std::string> names;
+    if (view == "Distributed") {
+      if (!distributed_spans(files).empty()) names.insert("All");
+    } else {
+      for (const auto& f : files)
+        if (offers(*f.loaded, view == "Lightning" ? "Module" : view)) names.insert(f.worker);
+    }
+    return json_ok(dump(ojson(std::vector<std::string>(names.begin(), names.end()))));
+  }
+
+  api_response spans() {
+    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    const std::string& worker = required(r_, "worker");
+    std::set<std::string> spans;
+    if (worker == "All") {
+      spans = distributed_spans(files);
+    } else {
+      for (const auto& f : files)
+        if (f.worker == worker) spans.insert(f.span);
+      if (spans.empty()) throw api_error{404, "could not find the worker " + worker};
+    }
+    return json_ok(dump(ojson(std::vector<std::string>(spans.begin(), spans.end()))));
+  }
+
+  api_response scalars() {
+    const std::string& run = known_run();
+    const auto dir = s_.run_directory(run);
+    ojson tags = ojson::object();
+    ojson errors = ojson::array();
+    std::size_t count = 0;
+    std::map<std::string, ojson> series;
+    for (const auto& file : find_event_files(*dir)) {
+      if (fs::path(file).parent_path() != fs::path(*dir)) continue;  // a nested run's files
+      ++count;
+      try {
+        const event_file_contents c = read_event_file(file);
+        for (const auto& [tag, points] : c.scalars) {
+          ojson& list = series[tag];
+          if (list.is_null()) list = ojson::array();
+          for (const auto& pt : points) list.push_back({pt.step, static_cast<double>(pt.value), pt.wall_time});
+        }
+        for (const auto& e : c.errors) errors.push_back(fs::path(file).filename().string() + ": " + e);
+      } catch (const std::exception& e) {
+        errors.push_back(fs::path(file).filename().string() + ": " + e.what());
+      }
+    }
+    for (auto& [tag, list] : series) tags[tag] = std::move(list);
+    return json_ok(dump({{"tags", std::move(tags)}, {"files", count}, {"errors", std::move(errors)}}));
+  }
+
+  std::shared_ptr<const profile> find_profile(const char* run_key, const char* worker_key, const char* span_key) {
+    const std::string& run = required(r_, run_key);
+    const std::string& worker = required(r_, worker_key);
+    const std::string& span = required(r_, span_key);
+    auto p = s_.find(run, worker, span);
+    if (!p) throw api_error{404, "could not find the profile for " + run + "/" + worker + "/" + span};
+    return p;
+  }
+
+  api_response distributed(const std::string& which) {
+    if (which != "gpuinfo" && which != "overlap" && which != "waittime" && which != "commops")
+      throw api_error{404, "unknown API route 'distributed/" + which.substr(0, 64) + "'"};
+    const std::string& run = required(r_, "run");
+    const std::string& span = required(r_, "span");
+    loaded_run(run);
+    auto entry = s_.distributed(run, span);
+    if (!entry) throw api_error{404, "could not find the span " + span + " of run " + run};
+    return cached(entry->generation, [&] {
+      const an::distributed_result& d = entry->result;
+      if (which == "gpuinfo") return dump(payloads::distributed_gpuinfo(d));
+      if (which == "overlap") return dump(payloads::distributed_overlap(d));
+      if (which == "waittime") return dump(payloads::distributed_waittime(d));
+      return dump(payloads::distributed_commops(d));
+    });
+  }
+
+  api_response diffnode() {
+    auto base = find_profile("run", "worker", "span");
+    auto exp = find_profile("exp_run", "exp_worker", "exp_span");
+    const std::string* path_param = r_.param("path");
+    const std::string path = path_param ? *path_param : "0";
+    check_diff_path(path);
+    return cached(base->generation, [&] {
+      auto root = s_.diff(base, exp);
+      const an::diff_node* node = an::find_diff_node(*root, path);
+      if (node == nullptr) throw api_error{404, "could not find diff run for " + path};
+      return dump(payloads::diff_node(*node));
+    }, std::to_string(exp->generation));
+  }
+
+  std::size_t workers_in_span(const std::string& run, const std::string& span) const {
+    std::set<std::string> w;
+    for (const auto& f : s_.run_files(run))
+      if (f.span == span) w.insert(f.worker);
+    return w.size();
+  }
+
+  api_response profile_route(const std::string& route) {
+    auto p = find_profile("run", "worker", "span");
+    const profile& pr = *p;
+    if (route.starts_with("timeline")) return timeline_route(route, pr);
+    if (route == "memory" || route == "memory_events") {
+      // Validate before the cache lookup so bad input never hits a cached body.
+      const auto range = memory_range(r_);
+      const auto unit = memory_unit(r_, an::memory_size_unit::kb);
+      const auto tunit = time_unit(r_);
+      return cached(pr.generation, [&] {
+        const bool filter = range && pr.report.memory.present;
+        const an::memory_result ranged = filter ? an::compute_memory(pr.model, pr.trees, range) : an::memory_result{};
+        const an::memory_result& m = filter ? ranged : pr.report.memory;
+        return dump(route == "memory" ? payloads::memory_stats(m, unit) : payloads::memory_events(m, tunit, unit));
+      });
+    }
+    if (route == "memory_curve") {
+      const auto unit = memory_unit(r_, an::memory_size_unit::mb);
+      const auto tunit = time_unit(r_);
+      return cached(pr.generation, [&] { return dump(payloads::memory_curve(pr.report.memory, tunit, unit)); });
+    }
+    if (route == "operation/stack") {
+      const std::string& op = required(r_, "op_name");
+      const std::string* group = r_.param("group_by");
+      const bool by_shape = group != nullptr && *group == "OperationAndInputShape";
+      std::optional<std::string_view> shape;
+      if (by_shape) shape = required(r_, "input_shape");
+      return cached(pr.generation, [&] {
+        auto j = payloads::operation_stack(pr, op, shape);
+        if (!j) throw api_error{404, "could not find the call stack of operator " + op};
+        return dump(*j);
+      });
+    }
+    if (route == "overview") {
+      const std::size_t workers = workers_in_span(required(r_, "run"), required(r_, "span"));
+      // The worker count is part of the body: key on it too.
+      return cached(pr.generation, [&] { return dump(payloads::overview(pr, workers)); }, std::to_string(workers));
+    }
+    return cached(pr.generation, [&]() -> std::string {
+      const std::string* group = r_.param("group_by");
+      if (route == "operation") return dump(payloads::operation_pies(pr));
+      if (route == "operation/table")
+        return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
+      if (route == "kernel") return dump(payloads::kernel_pie(pr));
+      if (route == "kernel/tc_pie") return dump(payloads::kernel_tc_pie(pr));
+      if (route == "kernel/table") return dump(payloads::kernel_table(pr, group != nullptr && *group != "Kernel"));
+      if (route == "module") return dump(payloads::module_view(pr));
+      if (route == "recommendations") return dump(payloads::recommendations(pr));
+      return dump(payloads::diagnostics(pr));
+    });
+  }
+
+  api_response timeline_route(const std::string& route, const profile& pr) {
+    if (!pr.timeline) throw api_error{404, "no timeline for this profile: " + pr.timeline_error};
+    const timeline& t = *pr.timeline;
+    if (route == "timeline/tracks") return cached(pr.generation, [&] { return t.tracks_json(); });
+    if (route == "timeline") {
+      const double start = parse_double("start", required(r_, "start"));
+      const double end = parse_double("end", required(r_, "end"));
+      const int px = static_cast<int>(parse_int("px", required(r_, "px"), 1, 10000));
+      const std::string* tracks = r_.param("tracks");
+      const std::vector<int> ids = tracks ? parse_tracks(*tracks) : std::vector<int>{};
+      return cached(pr.generation, [&] { return t.window_json(start, end, px, ids); });
+    }
+    if (route == "timeline/event") {
+      const auto id = parse_int("id", required(r_, "id"), 0, std::numeric_limits<std::uint32_t>::max());
+      auto body = t.event_json(static_cast<std::uint32_t>(id));
+      if (!body) throw api_error{404, "could not find the event " + std::to_string(id)};
+      return json_ok(std::move(*body));
+    }
+    const std::string& q = required(r_, "q");
+    const std::string* limit_text = r_.param("limit");
+    std::int64_t limit = 200;
+    if (limit_text) limit = std::min<std::int64_t>(parse_int("limit", *limit_text, 0, 1 << 30), 1000);
+    return cached(pr.generation, [&] { return t.search_json(q, static_cast<std::size_t>(limit)); });
+  }
+};
+
+}  // namespace
+
 const std::string* api_request::param(std::string_view name) const {
-  for (const auto& [k, v] : query) if (k == name) return &v;
+  for (const auto& [k, v] : query)
+    if (k == name) return &v;
   return nullptr;
 }
+
 api_response error_response(unsigned status, std::string_view message) {
-  return {status, "application/json; charset=utf-8", "{\"error\":\"" + std::string(message) + "\"}"};
+  return {status, "application/json; charset=utf-8", dump(ojson{{"error", message}})};
 }
-api_response api::handle(const api_request&) const { return error_response(501, "not implemented"); }
+
+api_response api::handle(const api_request& request) const {
+  try {
+    return router(store_, request).route();
+  } catch (const api_error& e) {
+    return error_response(e.status, e.message);
+  } catch (const std::exception& e) {
+    return error_response(500, std::string("internal error: ") + e.what());
+  }
+}
+
 }  // namespace kinetoscope::server

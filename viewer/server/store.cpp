@@ -1,14 +1,513 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder until the store lands (helper H2 replaces this file).
+/// @file store.cpp
+/// The logdir store: a scanner thread (discovery every reload interval), a loader thread (one
+/// file at a time: load, op tree, report, timeline), and the caches the API shares.
+///
+/// Locking: `mutex_` guards the file table, the queue and the flags; it is held only to copy
+/// or swap small things, never while discovering, loading or computing. The caches have their
+/// own mutexes, so a slow computation of one view never blocks requests for another.
 #include "server/store.hpp"
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <filesystem>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include "analysis/discovery.hpp"
+#include "analysis/kernel_view.hpp"
+#include "analysis/loader.hpp"
+#include "server/timeline.hpp"
+
 namespace kinetoscope::server {
-struct store::impl { store_options options; };
-double load_progress::percent() const { return bytes_total ? 100.0 * double(bytes_loaded) / double(bytes_total) : 100.0; }
-store::store(store_options o) : impl_(std::make_unique<impl>()) { impl_->options = std::move(o); }
-store::~store() = default;
-void store::start() {}
-bool store::wait_idle(std::chrono::milliseconds) const { return true; }
-void store::rescan() {}
+namespace {
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+using clock_type = std::chrono::steady_clock;
+
+/// Budget of the serialized-body cache.
+constexpr std::size_t body_cache_budget = std::size_t{64} << 20;
+/// Diff trees kept.
+constexpr std::size_t diff_cache_entries = 8;
+
+/// A process-wide counter: every load and every distributed view gets a distinct generation.
+std::uint64_t next_generation() {
+  static std::atomic<std::uint64_t> counter{0};
+  return ++counter;
+}
+
+/// Whether `p` equals `root` or lies below it (both canonical).
+bool is_within(const fs::path& p, const fs::path& root) {
+  auto r = root.begin();
+  auto q = p.begin();
+  for (; r != root.end(); ++r, ++q) {
+    if (r->empty()) continue;  // trailing separator
+    if (q == p.end() || *q != *r) return false;
+  }
+  return true;
+}
+
+std::uint64_t warning_count(const an::trace_model& m) {
+  std::uint64_t n = 0;
+  for (const auto& [kind, count] : m.diagnostics.warnings) n += count;
+  return n;
+}
+
+}  // namespace
+
+std::string_view file_state_name(file_state s) noexcept {
+  switch (s) {
+    case file_state::queued: return "queued";
+    case file_state::loading: return "loading";
+    case file_state::loaded: return "loaded";
+    case file_state::failed: return "failed";
+    case file_state::skipped: return "skipped";
+  }
+  return "unknown";
+}
+
+double load_progress::percent() const {
+  return bytes_total ? 100.0 * static_cast<double>(bytes_loaded) / static_cast<double>(bytes_total) : 100.0;
+}
+
+profile::~profile() = default;
+
+/// One discovered file.
+struct file_entry {
+  an::trace_file file;
+  std::string rel;                         ///< path relative to the logdir
+  file_state state = file_state::queued;
+  std::string error;
+  std::uint64_t warnings = 0;
+  std::optional<double> load_seconds;
+  std::shared_ptr<const profile> loaded;   ///< last successful load (kept while reloading)
+  std::uint64_t token = 0;                 ///< bumped when the file changes: stale loads are dropped
+};
+
+struct store::impl {
+  store_options options;
+  fs::path canonical_logdir;
+
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;  ///< queue / state changes, stop
+  std::map<std::string, file_entry> files_;  ///< by absolute path as walked
+  std::vector<std::string> order_;           ///< discovery order of files_ keys
+  std::deque<std::pair<std::string, std::uint64_t>> queue_;  ///< (path, token)
+  std::size_t loading_ = 0;
+  bool first_scan_done_ = false;
+  bool stop_ = false;
+  bool started_ = false;
+  std::uint64_t token_counter_ = 0;
+
+  std::mutex scan_mutex_;  ///< one scan at a time
+  std::thread scanner_, loader_;
+
+  // Caches (own locks).
+  struct distributed_slot {
+    std::mutex compute;  ///< one computation per (run, span) at a time
+    std::shared_ptr<const distributed_entry> entry;
+  };
+  mutable std::mutex dist_mutex_;
+  mutable std::map<std::string, std::shared_ptr<distributed_slot>> dist_;
+
+  struct diff_slot {
+    std::uint64_t a = 0, b = 0;
+    std::shared_ptr<const an::diff_node> root;
+  };
+  mutable std::mutex diff_mutex_;
+  mutable std::list<diff_slot> diffs_;  ///< most recent first
+
+  mutable std::mutex body_mutex_;
+  mutable std::list<std::pair<std::string, std::string>> bodies_;  ///< most recent first
+  mutable std::unordered_map<std::string, std::list<std::pair<std::string, std::string>>::iterator> body_index_;
+  mutable std::size_t body_bytes_ = 0;
+
+  explicit impl(store_options o) : options(std::move(o)) {
+    std::error_code ec;
+    canonical_logdir = fs::weakly_canonical(fs::absolute(options.logdir, ec), ec);
+  }
+
+  bool idle_locked() const { return first_scan_done_ && queue_.empty() && loading_ == 0; }
+
+  std::string relative(const std::string& path) const {
+    std::error_code ec;
+    const fs::path rel = fs::path(path).lexically_relative(fs::absolute(options.logdir, ec));
+    const std::string s = rel.generic_string();
+    return s.empty() || s.starts_with("..") ? path : s;
+  }
+
+  /// Why `path` is not read, or "" when it may be.
+  std::string skip_reason(const std::string& path) const {
+    if (options.follow_outside_symlinks) return {};
+    std::error_code ec;
+    const fs::path target = fs::canonical(path, ec);
+    if (ec) return "cannot resolve the path: " + ec.message();
+    if (!is_within(target, canonical_logdir))
+      return "the file resolves to " + target.string() +
+             ", outside the logdir (symlink not followed; see --follow_outside_symlinks)";
+    return {};
+  }
+
+  void scan() {
+    std::lock_guard scan_lock(scan_mutex_);
+    std::vector<an::trace_file> found = an::discover(options.logdir);  // no store lock held
+    std::vector<std::pair<std::string, std::string>> reasons;          // computed outside the lock
+    reasons.reserve(found.size());
+    for (const auto& f : found) reasons.emplace_back(f.path, skip_reason(f.path));
+
+    std::lock_guard lock(mutex_);
+    std::set<std::string> seen;
+    order_.clear();
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      an::trace_file& f = found[i];
+      const std::string& reason = reasons[i].second;
+      seen.insert(f.path);
+      order_.push_back(f.path);
+      auto it = files_.find(f.path);
+      if (it == files_.end()) {
+        file_entry e;
+        e.rel = relative(f.path);
+        e.file = f;
+        it = files_.emplace(f.path, std::move(e)).first;
+        enqueue_or_skip(it->second, reason);
+        continue;
+      }
+      file_entry& e = it->second;
+      const bool changed = e.file.size != f.size || e.file.mtime_ns != f.mtime_ns;
+      const bool was_skipped = e.state == file_state::skipped;
+      e.file = f;  // names may change too (span numbering follows new files)
+      if (!reason.empty()) {
+        if (!was_skipped) {
+          ++e.token;
+          e.loaded.reset();
+          e.state = file_state::skipped;
+          e.error = reason;
+        }
+      } else if (changed || was_skipped) {
+        enqueue_or_skip(e, reason);
+      }
+    }
+    for (auto it = files_.begin(); it != files_.end();) {
+      if (seen.count(it->first) == 0) it = files_.erase(it);  // queued token goes stale
+      else ++it;
+    }
+    first_scan_done_ = true;
+    changed_.notify_all();
+  }
+
+  void enqueue_or_skip(file_entry& e, const std::string& reason) {
+    e.token = ++token_counter_;
+    if (!reason.empty()) {
+      e.state = file_state::skipped;
+      e.error = reason;
+      e.loaded.reset();
+      return;
+    }
+    e.state = file_state::queued;
+    e.error.clear();
+    queue_.emplace_back(e.file.path, e.token);
+    changed_.notify_all();
+  }
+
+  void scanner_loop() {
+    scan();
+    if (options.reload_interval_s <= 0) return;
+    const auto interval = std::chrono::duration_cast<clock_type::duration>(
+        std::chrono::duration<double>(options.reload_interval_s));
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        if (changed_.wait_for(lock, interval, [&] { return stop_; })) return;
+      }
+      scan();
+    }
+  }
+
+  void loader_loop() {
+    for (;;) {
+      std::string path;
+      std::uint64_t token = 0;
+      std::string rel;
+      std::uint64_t bytes = 0;
+      {
+        std::unique_lock lock(mutex_);
+        changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_) return;
+        std::tie(path, token) = queue_.front();
+        queue_.pop_front();
+        auto it = files_.find(path);
+        if (it == files_.end() || it->second.token != token) {
+          changed_.notify_all();  // a stale entry may have been the last one
+          continue;
+        }
+        it->second.state = file_state::loading;
+        rel = it->second.rel;
+        bytes = it->second.file.size;
+        ++loading_;
+      }
+      std::shared_ptr<profile> p;
+      std::string error;
+      const auto t0 = clock_type::now();
+      try {
+        p = load_profile(path, rel, bytes, error);
+      } catch (const std::exception& e) {
+        error = path + ": " + e.what();
+      } catch (...) {
+        error = path + ": unknown error";
+      }
+      const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+      if (p) p->load_seconds = seconds;
+      std::lock_guard lock(mutex_);
+      --loading_;
+      auto it = files_.find(path);
+      if (it != files_.end() && it->second.token == token) {
+        file_entry& e = it->second;
+        e.load_seconds = seconds;
+        if (p) {
+          e.state = file_state::loaded;
+          e.error.clear();
+          e.warnings = warning_count(p->model);
+          e.loaded = std::move(p);
+        } else {
+          e.state = file_state::failed;
+          e.error = error;
+          e.warnings = 0;
+          e.loaded.reset();
+        }
+      }
+      changed_.notify_all();
+    }
+  }
+
+  static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
+                                               std::string& error) {
+    an::load_result r = an::load_trace(path);
+    if (!r.ok()) {
+      error = r.error ? r.error->message() : path + ": cannot load";
+      return nullptr;
+    }
+    auto p = std::make_shared<profile>();
+    p->path = rel;
+    p->file_bytes = bytes;
+    p->generation = next_generation();
+    p->model = std::move(*r.model);
+    p->trees = an::build_op_tree(p->model);
+    p->report = an::compute_report(p->model, p->trees);
+    p->pies = an::operator_pies_by_name(p->model, p->trees);
+    p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
+    p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(p->trees);
+    p->kernel_view = an::kernel_view_present(p->model, p->trees);
+    p->kernel_columns = an::kernel_view_metric_columns(p->model);
+    try {
+      p->timeline = std::make_unique<timeline>(p->model);
+    } catch (const std::exception& e) {
+      p->timeline_error = e.what();
+    }
+    return p;
+  }
+
+  file_status status_of(const file_entry& e) const {
+    file_status s;
+    s.run = e.file.run;
+    s.worker = e.file.worker;
+    s.span = e.file.span;
+    s.path = e.rel;
+    s.size = e.file.size;
+    s.state = e.state;
+    s.error = e.error;
+    s.warnings = e.warnings;
+    s.load_seconds = e.load_seconds;
+    s.loaded = e.loaded;
+    return s;
+  }
+};
+
+store::store(store_options options) : impl_(std::make_unique<impl>(std::move(options))) {}
+
+store::~store() {
+  {
+    std::lock_guard lock(impl_->mutex_);
+    impl_->stop_ = true;
+  }
+  impl_->changed_.notify_all();
+  if (impl_->scanner_.joinable()) impl_->scanner_.join();
+  if (impl_->loader_.joinable()) impl_->loader_.join();
+}
+
+void store::start() {
+  {
+    std::lock_guard lock(impl_->mutex_);
+    if (impl_->started_) return;
+    impl_->started_ = true;
+  }
+  impl_->loader_ = std::thread([this] { impl_->loader_loop(); });
+  impl_->scanner_ = std::thread([this] { impl_->scanner_loop(); });
+}
+
+bool store::wait_idle(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(impl_->mutex_);
+  return impl_->changed_.wait_for(lock, timeout, [&] { return impl_->idle_locked(); });
+}
+
+void store::rescan() { impl_->scan(); }
+
 const store_options& store::options() const noexcept { return impl_->options; }
-load_progress store::progress() const { load_progress p; p.loading = false; return p; }
+
+load_progress store::progress() const {
+  std::lock_guard lock(impl_->mutex_);
+  load_progress p;
+  for (const auto& [path, e] : impl_->files_) {
+    if (e.state == file_state::skipped) continue;
+    ++p.files_total;
+    p.bytes_total += e.file.size;
+    if (e.state == file_state::loaded) {
+      ++p.files_loaded;
+      p.bytes_loaded += e.file.size;
+    } else if (e.state == file_state::failed) {
+      ++p.files_failed;
+      p.bytes_loaded += e.file.size;
+    }
+  }
+  p.loading = !impl_->idle_locked();
+  return p;
+}
+
+std::vector<file_status> store::files() const {
+  std::lock_guard lock(impl_->mutex_);
+  std::vector<file_status> out;
+  out.reserve(impl_->order_.size());
+  for (const auto& path : impl_->order_) {
+    auto it = impl_->files_.find(path);
+    if (it != impl_->files_.end()) out.push_back(impl_->status_of(it->second));
+  }
+  return out;
+}
+
+std::vector<std::string> store::runs() const {
+  std::lock_guard lock(impl_->mutex_);
+  std::set<std::string> runs;
+  for (const auto& [path, e] : impl_->files_)
+    if (e.loaded) runs.insert(e.file.run);
+  return {runs.begin(), runs.end()};
+}
+
+bool store::run_known(std::string_view run) const {
+  std::lock_guard lock(impl_->mutex_);
+  for (const auto& [path, e] : impl_->files_)
+    if (e.file.run == run) return true;
+  return false;
+}
+
+std::vector<file_status> store::run_files(std::string_view run) const {
+  std::lock_guard lock(impl_->mutex_);
+  std::vector<file_status> out;
+  for (const auto& path : impl_->order_) {
+    auto it = impl_->files_.find(path);
+    if (it != impl_->files_.end() && it->second.file.run == run && it->second.loaded)
+      out.push_back(impl_->status_of(it->second));
+  }
+  return out;
+}
+
+std::shared_ptr<const profile> store::find(std::string_view run, std::string_view worker,
+                                           std::string_view span) const {
+  std::lock_guard lock(impl_->mutex_);
+  for (const auto& [path, e] : impl_->files_)
+    if (e.loaded && e.file.run == run && e.file.worker == worker && e.file.span == span) return e.loaded;
+  return nullptr;
+}
+
+std::optional<std::string> store::run_directory(std::string_view run) const {
+  std::lock_guard lock(impl_->mutex_);
+  for (const auto& [path, e] : impl_->files_)
+    if (e.file.run == run) return fs::path(path).parent_path().string();
+  return std::nullopt;
+}
+
+std::shared_ptr<const distributed_entry> store::distributed(std::string_view run, std::string_view span) const {
+  const std::vector<file_status> files = run_files(run);
+  std::vector<std::shared_ptr<const profile>> inputs;
+  std::vector<std::string> workers;
+  for (const auto& f : files)
+    if (f.span == span) {
+      inputs.push_back(f.loaded);
+      workers.push_back(f.worker);
+    }
+  if (inputs.empty()) return nullptr;
+
+  std::shared_ptr<impl::distributed_slot> slot;
+  {
+    std::lock_guard lock(impl_->dist_mutex_);
+    auto& s = impl_->dist_[std::string(run) + '\n' + std::string(span)];
+    if (!s) s = std::make_shared<impl::distributed_slot>();
+    slot = s;
+  }
+  std::lock_guard compute(slot->compute);
+  if (slot->entry && slot->entry->profiles == inputs) return slot->entry;
+  auto entry = std::make_shared<distributed_entry>();
+  entry->profiles = inputs;
+  entry->generation = next_generation();
+  if (inputs.size() < 2) {
+    entry->result.reason = "the run has 1 worker for span " + std::string(span) +
+                           "; the distributed view needs at least 2";
+  } else {
+    std::vector<an::distributed_worker_input> in;
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+      in.push_back({workers[i], &inputs[i]->model, &inputs[i]->trees,
+                    an::distributed_steps(inputs[i]->report.overview)});
+    entry->result = an::compute_distributed(in);
+  }
+  slot->entry = entry;
+  return entry;
+}
+
+std::shared_ptr<const an::diff_node> store::diff(const std::shared_ptr<const profile>& baseline,
+                                                 const std::shared_ptr<const profile>& experimental) const {
+  {
+    std::lock_guard lock(impl_->diff_mutex_);
+    for (auto it = impl_->diffs_.begin(); it != impl_->diffs_.end(); ++it)
+      if (it->a == baseline->generation && it->b == experimental->generation) {
+        impl_->diffs_.splice(impl_->diffs_.begin(), impl_->diffs_, it);
+        return impl_->diffs_.front().root;
+      }
+  }
+  auto root = std::make_shared<const an::diff_node>(an::compute_diff(baseline->trees, experimental->trees));
+  std::lock_guard lock(impl_->diff_mutex_);
+  impl_->diffs_.push_front({baseline->generation, experimental->generation, root});
+  while (impl_->diffs_.size() > diff_cache_entries) impl_->diffs_.pop_back();
+  return root;
+}
+
+std::optional<std::string> store::cached_body(const std::string& key) const {
+  std::lock_guard lock(impl_->body_mutex_);
+  auto it = impl_->body_index_.find(key);
+  if (it == impl_->body_index_.end()) return std::nullopt;
+  impl_->bodies_.splice(impl_->bodies_.begin(), impl_->bodies_, it->second);
+  return it->second->second;
+}
+
+void store::cache_body(const std::string& key, const std::string& body) const {
+  const std::size_t cost = key.size() + body.size();
+  if (cost > body_cache_budget / 8) return;
+  std::lock_guard lock(impl_->body_mutex_);
+  if (impl_->body_index_.count(key) != 0) return;
+  impl_->bodies_.emplace_front(key, body);
+  impl_->body_index_[key] = impl_->bodies_.begin();
+  impl_->body_bytes_ += cost;
+  while (impl_->body_bytes_ > body_cache_budget && !impl_->bodies_.empty()) {
+    auto& last = impl_->bodies_.back();
+    impl_->body_bytes_ -= last.first.size() + last.second.size();
+    impl_->body_index_.erase(last.first);
+    impl_->bodies_.pop_back();
+  }
+}
+
 }  // namespace kinetoscope::server

@@ -6,14 +6,39 @@
 /// removed ones dropped), each loaded profile kept with its op trees and views computed once.
 /// A file that fails to load keeps its error for the UI and never stops the others.
 /// Thread-safe: every public member may be called from any thread.
+///
+/// Loaded profiles are handed out as `std::shared_ptr<const profile>`: a reload or a removal
+/// replaces the store's pointer, never the object, so a request that holds one keeps reading
+/// consistent data until it lets go.
+///
+/// **Example**:
+/// @code
+/// kinetoscope::server::store s({.logdir = "/logs", .reload_interval_s = 30});
+/// s.start();
+/// s.wait_idle(std::chrono::seconds(60));
+/// for (const auto& run : s.runs())
+///   for (const auto& p : s.run_profiles(run)) std::cout << run << " " << p->report.overview.steps.size() << "\n";
+/// @endcode
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "analysis/diff_view.hpp"
+#include "analysis/distributed_view.hpp"
+#include "analysis/kernel_view.hpp"
+#include "analysis/model.hpp"
+#include "analysis/op_tree.hpp"
+#include "analysis/operator_view.hpp"
+#include "analysis/report.hpp"
+
 namespace kinetoscope::server {
+
+class timeline;
 
 struct store_options {
   std::string logdir;
@@ -32,6 +57,55 @@ struct load_progress {
   double percent() const;  ///< bytes_loaded / bytes_total * 100 (100 when nothing to load)
 };
 
+/// Load state of one discovered file.
+enum class file_state : std::uint8_t { queued, loading, loaded, failed, skipped };
+/// "queued", "loading", "loaded", "failed", "skipped".
+std::string_view file_state_name(file_state s) noexcept;
+
+/// One loaded trace file with everything the views need, computed at load time.
+struct profile {
+  profile() = default;
+  ~profile();
+  profile(const profile&) = delete;
+  profile& operator=(const profile&) = delete;
+
+  std::string path;              ///< relative to the logdir
+  std::uint64_t file_bytes = 0;
+  double load_seconds = 0;       ///< load + op tree + report + timeline
+  std::uint64_t generation = 0;  ///< unique per load (cache keys)
+  analysis::trace_model model;
+  analysis::op_trees trees;      ///< built from `model` (plugin defaults)
+  analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
+  analysis::operator_pies pies;  ///< the Operator view's four pies
+  double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model)
+  double eligible_op_kernel_ratio = 0;
+  bool kernel_view = false;      ///< analysis::kernel_view_present()
+  analysis::kernel_metric_columns kernel_columns;  ///< analysis::kernel_view_metric_columns(model)
+  /// The windowed timeline (nullptr when building it failed: `timeline_error` says why).
+  std::unique_ptr<server::timeline> timeline;
+  std::string timeline_error;
+};
+
+/// A file as /api/status lists it.
+struct file_status {
+  std::string run, worker, span;
+  std::string path;  ///< relative to the logdir
+  std::uint64_t size = 0;
+  file_state state = file_state::queued;
+  std::string error;  ///< failed / skipped: why
+  std::uint64_t warnings = 0;
+  std::optional<double> load_seconds;
+  /// The loaded profile (loaded files; also a changed file's previous load while it reloads).
+  std::shared_ptr<const profile> loaded;
+};
+
+/// The Distributed view of one (run, span), with the profiles it was computed from.
+struct distributed_entry {
+  std::vector<std::shared_ptr<const profile>> profiles;  ///< keeps the inputs alive
+  analysis::distributed_result result;
+  std::uint64_t generation = 0;  ///< changes when any input profile changes (cache keys)
+};
+
 class store {
  public:
   explicit store(store_options options);
@@ -43,13 +117,39 @@ class store {
   void start();
   /// Blocks until no file is queued or loading (tests, `--load_fast` style CLIs); false on timeout.
   bool wait_idle(std::chrono::milliseconds timeout) const;
-  /// Rescans the logdir now (also done every reload interval).
+  /// Rescans the logdir now, in the caller's thread (also done every reload interval); new
+  /// and changed files are queued before it returns, so a following wait_idle() sees them.
   void rescan();
 
   const store_options& options() const noexcept;
   load_progress progress() const;
 
-  struct impl;  ///< defined in store.cpp; api.cpp reaches the profiles through it
+  /// Every discovered file (sorted by run, worker, span order of discovery).
+  std::vector<file_status> files() const;
+  /// Runs with at least one loaded file, sorted.
+  std::vector<std::string> runs() const;
+  /// Whether some discovered file (any state) belongs to `run`.
+  bool run_known(std::string_view run) const;
+  /// Loaded files of `run` (with their names), in discovery order.
+  std::vector<file_status> run_files(std::string_view run) const;
+  /// The loaded profile of (run, worker, span), or nullptr.
+  std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
+  /// The directory of `run` (where its trace files lie), or nullopt for an unknown run.
+  std::optional<std::string> run_directory(std::string_view run) const;
+
+  /// The Distributed view of the loaded workers of (run, span), computed once per set of
+  /// profiles and cached; nullptr when the run has no loaded file of that span.
+  std::shared_ptr<const distributed_entry> distributed(std::string_view run, std::string_view span) const;
+  /// compute_diff(baseline, experimental) of two loaded profiles; the last 8 pairs are cached.
+  std::shared_ptr<const analysis::diff_node> diff(const std::shared_ptr<const profile>& baseline,
+                                                  const std::shared_ptr<const profile>& experimental) const;
+
+  /// A serialized API body cached under `key` (bounded LRU, about 64 MB), or nullopt.
+  std::optional<std::string> cached_body(const std::string& key) const;
+  /// Stores `body` under `key` (bodies larger than an eighth of the budget are not kept).
+  void cache_body(const std::string& key, const std::string& body) const;
+
+  struct impl;  ///< defined in store.cpp
   impl& internals() const noexcept { return *impl_; }
 
  private:

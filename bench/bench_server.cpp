@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file bench_server.cpp
+/// The viewer server's store and JSON API on a big trace made by gen_big_trace (ResNet-50 steps
+/// replicated, default about 1 GB): time until the store has loaded it (load + op tree + every
+/// view + timeline index, all at load time) and the process RSS, then for every view route the
+/// first and the repeated request (ms; the repeat is served from the body cache) and the body
+/// size. Goal (issue #4): every view request <= 50 ms on a loaded 1 GB trace, first included.
+/// Prints figures only.
+///
+/// Usage: bench_server [--quick] [--mb N] [--no-keep]
+///   --quick: 100 MB; --mb N: N MB (also $KINETOSCOPE_BENCH_MB); --no-keep: delete the file.
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/api.hpp"
+#include "server/store.hpp"
+
+#include "big_trace_file.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+using kinetoscope::server::api;
+using kinetoscope::server::api_request;
+using kinetoscope::server::api_response;
+
+double ms_since(clock_type::time_point t0) {
+  return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
+}
+
+/// Current resident set (VmRSS) in MB, from /proc/self/status.
+double rss_mb() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
+  return 0;
+}
+
+double max_rss_mb() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<double>(ru.ru_maxrss) / 1024.0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bench::big_trace_args args = bench::parse_big_trace_args(argc, argv);
+  double mb = args.quick ? 100 : 1000;
+  if (const char* env = std::getenv("KINETOSCOPE_BENCH_MB")) mb = std::strtod(env, nullptr);
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--mb") == 0) mb = std::strtod(argv[i + 1], nullptr);
+  if (!(mb >= 1)) {
+    std::fprintf(stderr, "bench_server: --mb wants a size >= 1\n");
+    return 2;
+  }
+
+  std::printf("bench_server: store + JSON API on a %.0f MB trace\n", mb);
+  const std::string trace = bench::ensure_big_trace(bench::big_trace_input(), mb, false);
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path logdir = fs::path(tmp != nullptr ? tmp : "/tmp") / ("kinetoscope_bench_server_" + std::to_string(::getpid()));
+  fs::remove_all(logdir);
+  fs::create_directories(logdir / "big");
+  fs::create_symlink(trace, logdir / "big" / "worker0.pt.trace.json");
+
+  const double rss_before = rss_mb();
+  kinetoscope::server::store_options options;
+  options.logdir = logdir.string();
+  options.reload_interval_s = 0;
+  options.follow_outside_symlinks = true;  // the trace lives in $TMPDIR, linked in
+  int status = 0;
+  {
+    kinetoscope::server::store s(options);
+    auto t0 = clock_type::now();
+    s.start();
+    if (!s.wait_idle(std::chrono::minutes(10))) {
+      std::fprintf(stderr, "bench_server: the store did not finish loading in 10 minutes\n");
+      status = 1;
+    }
+    const double load_ms = ms_since(t0);
+    const auto files = s.files();
+    if (files.empty() || files.front().state != kinetoscope::server::file_state::loaded) {
+      std::fprintf(stderr, "bench_server: the trace did not load: %s\n", files.empty() ? "no file" : files.front().error.c_str());
+      fs::remove_all(logdir);
+      return 1;
+    }
+    std::printf("  file            %.1f MB, %zu events\n", static_cast<double>(files.front().size) / 1e6,
+                files.front().loaded->model.events.size());
+    std::printf("  store load      %.0f ms (load + op tree + views + timeline, in the background)\n", load_ms);
+    std::printf("  RSS             %.0f MB after load (%.0f MB before), peak %.0f MB\n", rss_mb(), rss_before,
+                max_rss_mb());
+
+    const api a(s);
+    using query = std::vector<std::pair<std::string, std::string>>;
+    const query q = {{"run", "big"}, {"worker", "worker0"}, {"span", "default"}};
+    auto with = [](query base, std::vector<std::pair<std::string, std::string>> extra) {
+      for (auto& e : extra) base.push_back(std::move(e));
+      return base;
+    };
+    double duration = 0;
+    {
+      api_request r{"timeline/tracks", q};
+      const api_response tracks = a.handle(r);
+      if (tracks.status == 200) duration = nlohmann::json::parse(tracks.body).value("duration", 0.0);
+    }
+    double first_ts = 0;
+    {
+      api_request r{"memory_curve", q};
+      const api_response curve = a.handle(r);
+      if (curve.status == 200) first_ts = nlohmann::json::parse(curve.body)["metadata"].value("first_ts", 0.0);
+    }
+    const std::string range_start = std::to_string(first_ts + duration * 0.25);
+    const std::string range_end = std::to_string(first_ts + duration * 0.75);
+    const std::string full = std::to_string(duration);
+    const std::string zoom_start = std::to_string(duration * 0.5);
+    const std::string zoom_end = std::to_string(duration * 0.5 + 10000);
+    const std::vector<std::pair<std::string, query>> routes = {
+        {"runs", {}},
+        {"status", {}},
+        {"views", {{"run", "big"}}},
+        {"overview", q},
+        {"operation", with(q, {{"group_by", "Operation"}})},
+        {"operation/table", with(q, {{"group_by", "Operation"}})},
+        {"operation/table", with(q, {{"group_by", "OperationAndInputShape"}})},
+        {"kernel", with(q, {{"group_by", "Kernel"}})},
+        {"kernel/table", with(q, {{"group_by", "Kernel"}})},
+        {"kernel/table", with(q, {{"group_by", "KernelNameAndOpName"}})},
+        {"kernel/tc_pie", q},
+        {"memory", with(q, {{"memory_metric", "KB"}})},
+        {"memory", with(q, {{"start_ts", range_start}, {"end_ts", range_end}})},
+        {"memory_curve", with(q, {{"time_metric", "ms"}, {"memory_metric", "MB"}})},
+        {"memory_events", with(q, {{"time_metric", "ms"}, {"memory_metric", "KB"}})},
+        {"module", q},
+        {"recommendations", q},
+        {"diagnostics", q},
+        {"diffnode", with(q, {{"exp_run", "big"}, {"exp_worker", "worker0"}, {"exp_span", "default"}})},
+        {"timeline/tracks", q},
+        {"timeline", with(q, {{"start", "0"}, {"end", full}, {"px", "2000"}})},
+        {"timeline", with(q, {{"start", zoom_start}, {"end", zoom_end}, {"px", "2000"}})},
+        {"timeline/search", with(q, {{"q", "conv"}, {"limit", "200"}})},
+        {"timeline/event", with(q, {{"id", "12345"}})},
+    };
+    std::printf("\n  %-18s %-34s %9s %9s %10s %6s\n", "route", "query", "first ms", "again ms", "bytes", "status");
+    double worst_first = 0;
+    for (const auto& [route, params] : routes) {
+      std::string shown;
+      for (const auto& [k, v] : params)
+        if (k != "run" && k != "worker" && k != "span") shown += k + "=" + v.substr(0, 12) + " ";
+      api_request r{route, params};
+      auto t = clock_type::now();
+      const api_response first = a.handle(r);
+      const double first_ms = ms_since(t);
+      t = clock_type::now();
+      const api_response again = a.handle(r);
+      const double again_ms = ms_since(t);
+      if (route != "runs" && route != "status" && route != "views") worst_first = std::max(worst_first, first_ms);
+      std::printf("  %-18s %-34s %9.2f %9.3f %10zu %6u\n", route.c_str(), shown.substr(0, 34).c_str(), first_ms,
+                  again_ms, first.body.size(), again.status);
+    }
+    std::printf("\n  slowest first view request: %.1f ms (goal <= 50 ms)\n", worst_first);
+  }
+  fs::remove_all(logdir);
+  if (!args.keep) fs::remove(trace);
+  return status;
+}

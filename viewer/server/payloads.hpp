@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+/// @file payloads.hpp
+/// The JSON bodies of the API (http-api.md), built from the analysis engine's results in the
+/// exact shapes of torch-tb-profiler 0.4.3 (spec viewer-http.md §3). Pure functions: no store,
+/// no locking, no I/O; api.cpp validates the request and picks the inputs.
+///
+/// Numbers: a value the plugin computed from integer timestamps is written as a JSON integer
+/// when it is integral (`json_number`), floats otherwise, so bodies read like the plugin's.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/diff_view.hpp"
+#include "analysis/distributed_view.hpp"
+#include "analysis/memory_view.hpp"
+#include "analysis/recommendations.hpp"
+#include "server/store.hpp"
+
+namespace kinetoscope::server::payloads {
+
+using ojson = nlohmann::ordered_json;
+
+/// `v` as a JSON integer when it is integral and exactly representable (|v| < 2^53), else as
+/// a float; NaN and infinities become null.
+ojson json_number(double v);
+
+/// `/api/overview` (plugin §3.5). `workers` = number of workers of the run in this span.
+ojson overview(const profile& p, std::size_t workers);
+/// The step tooltip of §3.5: `<div class="visualization-tooltip" ...>Step 5<br>Total: 187948us<br>
+/// <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
+std::string step_tooltip(std::string_view step, std::string_view role, double value, double total);
+
+/// `/api/operation` (plugin §3.6): the four pies.
+ojson operation_pies(const profile& p);
+/// `/api/operation/table` (plugin §3.7).
+ojson operation_table(const profile& p, bool by_shape);
+/// `/api/operation/stack` (plugin §3.8); nullopt when no row has that key.
+std::optional<ojson> operation_stack(const profile& p, std::string_view op_name,
+                                     std::optional<std::string_view> input_shape);
+
+/// `/api/kernel` (plugin §3.9); null without kernels.
+ojson kernel_pie(const profile& p);
+/// `/api/kernel/tc_pie` (plugin §3.9); null without kernels.
+ojson kernel_tc_pie(const profile& p);
+/// `/api/kernel/table` (plugin §3.10 by name, §3.11 by properties + operator); null without kernels.
+ojson kernel_table(const profile& p, bool by_operator);
+
+/// `/api/memory` (plugin §3.13) of `m` (the profile's memory view, possibly range-filtered).
+ojson memory_stats(const analysis::memory_result& m, analysis::memory_size_unit unit);
+/// `/api/memory_curve` (plugin §3.14), the curves down-sampled to 10 240 points.
+ojson memory_curve(const analysis::memory_result& m, analysis::memory_time_unit time_unit,
+                   analysis::memory_size_unit size_unit);
+/// `/api/memory_events` (plugin §3.15).
+ojson memory_events(const analysis::memory_result& m, analysis::memory_time_unit time_unit,
+                    analysis::memory_size_unit size_unit);
+
+/// `/api/module` (plugin §3.16); null without module data.
+ojson module_view(const profile& p);
+
+/// `/api/distributed/gpuinfo` (plugin §3.18); null without device information.
+ojson distributed_gpuinfo(const analysis::distributed_result& d);
+/// `/api/distributed/overlap` (plugin §3.19); null when the view is not available.
+ojson distributed_overlap(const analysis::distributed_result& d);
+/// `/api/distributed/waittime` (plugin §3.20); null when the view is not available.
+ojson distributed_waittime(const analysis::distributed_result& d);
+/// `/api/distributed/commops` (plugin §3.21); null when the view is not available.
+ojson distributed_commops(const analysis::distributed_result& d);
+
+/// `/api/diffnode` (plugin §3.22) of `node`: left/right sides, its path and its children
+/// (without their own children).
+ojson diff_node(const analysis::diff_node& node);
+
+/// `/api/recommendations`: `[{"title", "text", "html", "numbers": {name: value}}]`.
+ojson recommendations(const profile& p);
+
+/// `/api/diagnostics`: as `kinetoscope analyze --view diagnostics --json`.
+ojson diagnostics(const profile& p);
+
+}  // namespace kinetoscope::server::payloads
