@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The kinetoscope command: `kinetoscope analyze ...` today; the viewer server
-// (`kinetoscope --logdir DIR`) arrives with the server issue.
+// The kinetoscope command: the viewer server (`kinetoscope --logdir DIR`) and the
+// `analyze` and `scalars` sub-commands.
 #include <iostream>
 #include <string>
 #include <string_view>
@@ -8,16 +8,16 @@
 
 #include "cli/analyze.hpp"
 #include "cli/scalars.hpp"
+#include "server/serve.hpp"
 
 namespace {
 void usage(std::ostream& out) {
-  out << "usage: kinetoscope <command> [options]\n"
-         "commands:\n"
-         "  analyze PATH   torch-tb-profiler's numbers for a trace file or run folder\n"
-         "                 (kinetoscope analyze --help for its options)\n"
-         "  scalars PATH   the scalar series of TensorBoard event files under a logdir\n"
-         "                 (kinetoscope scalars --help for its options)\n"
-         "  --version      print the version\n";
+  out << kinetoscope::server::serve_usage()
+      << "other commands:\n"
+         "  kinetoscope analyze PATH   torch-tb-profiler's numbers for a trace file or run folder\n"
+         "                             (kinetoscope analyze --help for its options)\n"
+         "  kinetoscope scalars PATH   scalar series of TensorBoard event files under a logdir\n"
+         "                             (kinetoscope scalars --help for its options)\n";
 }
 }  // namespace
 
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    std::cout << "kinetoscope 0.1.0\n";
+    std::cout << "kinetoscope " << kinetoscope::server::version << '\n';
     return 0;
   }
   if (args[0] == "analyze") {
@@ -43,6 +43,9 @@ int main(int argc, char** argv) {
     args.erase(args.begin());
     return kinetoscope::cli::run_scalars(args, std::cout, std::cerr);
   }
+  // Every other word that looks like a flag belongs to the server (`--logdir DIR ...`).
+  if (std::string_view(args[0]).starts_with("--"))
+    return kinetoscope::server::run_serve(args, std::cout, std::cerr);
   std::cerr << "kinetoscope: unknown command '" << args[0] << "'\n";
   usage(std::cerr);
   return 2;

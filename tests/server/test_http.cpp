@@ -1,3 +1,717 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder.
+// The real `kinetoscope --logdir` binary (env KINETOSCOPE_BIN) on a temporary logdir built from
+// ../shared/traces, spoken to over raw POSIX sockets: static assets, caching, compression, the
+// API's headers, hostile requests, the path prefix, start-up errors and shutdown.
 #include <doctest/doctest.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::string env_or_empty(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+/// A temporary folder removed on destruction.
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::string tmpl = (fs::temp_directory_path() / "kinetoscope_http_XXXXXX").string();
+    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
+    path = tmpl;
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// The logdir of these tests: two runs copied from ../shared/traces (3 trace files).
+struct test_logdir {
+  temp_dir dir;
+  fs::path logdir = dir.path / "logs";
+  std::uintmax_t bytes = 0;
+  std::size_t files = 0;
+  test_logdir() {
+    const fs::path traces = fs::path(env_or_empty("KINETOSCOPE_SHARED")) / "traces";
+    REQUIRE_MESSAGE(fs::is_directory(traces), "KINETOSCOPE_SHARED/traces missing");
+    fs::create_directories(logdir);
+    for (const char* run : {"resnet50_v100", "cpu_only"})
+      fs::copy(traces / run, logdir / run, fs::copy_options::recursive);
+    for (const auto& e : fs::recursive_directory_iterator(logdir))
+      if (e.is_regular_file()) {
+        bytes += e.file_size();
+        ++files;
+      }
+  }
+};
+
+/// The kinetoscope binary as a child process: stdout on a pipe (the start line), stderr into a
+/// file. Killed and reaped on destruction whatever happened, so no test leaves it behind.
+class child {
+ public:
+  child(const std::vector<std::string>& args, const fs::path& stderr_file) {
+    const std::string bin = env_or_empty("KINETOSCOPE_BIN");
+    REQUIRE_MESSAGE(!bin.empty(), "KINETOSCOPE_BIN is not set");
+    int fds[2];
+    REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> argv;
+    argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int rc = posix_spawn(&pid_, bin.c_str(), &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    close(fds[1]);
+    out_ = fds[0];
+    REQUIRE_MESSAGE(rc == 0, "posix_spawn failed");
+    stderr_file_ = stderr_file;
+  }
+  ~child() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (out_ >= 0) close(out_);
+  }
+  child(const child&) = delete;
+  child& operator=(const child&) = delete;
+
+  /// The first stdout line ("" when stdout closed or nothing came within `timeout`).
+  std::string first_line(std::chrono::milliseconds timeout = 30s) {
+    std::string line;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out_, POLLIN, 0};
+      if (poll(&p, 1, 50) <= 0) continue;
+      char c;
+      if (read(out_, &c, 1) != 1) break;
+      if (c == '\n') return line;
+      line.push_back(c);
+    }
+    return line;
+  }
+
+  /// Waits for the exit; the exit status, or -signal when killed, or nullopt on timeout.
+  std::optional<int> wait_exit(std::chrono::milliseconds timeout = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      const pid_t r = waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+
+  void signal(int sig) const { kill(pid_, sig); }
+
+  std::string stderr_text() const {
+    std::ifstream in(stderr_file_);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_ = -1;
+  fs::path stderr_file_;
+};
+
+struct response {
+  int status = 0;
+  std::string status_line;
+  std::map<std::string, std::string> headers;  ///< lower-case names
+  std::string body;
+  bool has(const std::string& name) const { return headers.count(name) != 0; }
+  std::string header(const std::string& name) const {
+    const auto it = headers.find(name);
+    return it == headers.end() ? std::string() : it->second;
+  }
+};
+
+/// A plain blocking TCP connection with poll() time limits.
+class connection {
+ public:
+  explicit connection(int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~connection() { close(fd_); }
+  connection(const connection&) = delete;
+  connection& operator=(const connection&) = delete;
+
+  /// Sends all of `data`; false when the peer closed (EPIPE/ECONNRESET).
+  bool send(std::string_view data) {
+    while (!data.empty()) {
+      const ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
+      if (n <= 0) return false;
+      data.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return true;
+  }
+
+  /// Reads one response; nullopt when the connection closed (or went silent) before a status
+  /// line. `head`: the response to a HEAD request has no body whatever Content-Length says.
+  std::optional<response> read_response(bool head = false) {
+    std::size_t end;
+    while ((end = buffer_.find("\r\n\r\n")) == std::string::npos)
+      if (!fill()) return std::nullopt;
+    response r;
+    std::istringstream lines(buffer_.substr(0, end));
+    std::getline(lines, r.status_line);
+    if (!r.status_line.empty() && r.status_line.back() == '\r') r.status_line.pop_back();
+    std::smatch m;
+    static const std::regex status_re(R"(HTTP/1\.[01] (\d{3}) .*)");
+    REQUIRE_MESSAGE(std::regex_match(r.status_line, m, status_re), r.status_line);
+    r.status = std::stoi(m[1]);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      const std::size_t colon = line.find(':');
+      REQUIRE(colon != std::string::npos);
+      std::string name = line.substr(0, colon);
+      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string value = line.substr(colon + 1);
+      value.erase(0, value.find_first_not_of(' '));
+      r.headers[name] = value;
+    }
+    buffer_.erase(0, end + 4);
+    const bool bodyless = head || r.status == 304 || r.status == 204;
+    if (r.has("content-length") && !bodyless) {
+      const std::size_t length = std::stoull(r.header("content-length"));
+      while (buffer_.size() < length)
+        if (!fill()) break;
+      REQUIRE(buffer_.size() >= length);
+      r.body = buffer_.substr(0, length);
+      buffer_.erase(0, length);
+    } else if (!bodyless) {
+      while (fill()) {
+      }
+      r.body = std::move(buffer_);
+      buffer_.clear();
+    }
+    return r;
+  }
+
+  /// True when the server closes the connection (EOF or reset) within `timeout`.
+  bool closed_by_peer(std::chrono::milliseconds timeout = 10s) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    char c;
+    const ssize_t n = recv(fd_, &c, 1, 0);
+    return n <= 0;
+  }
+
+ private:
+  bool fill() {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 10000) <= 0) return false;
+    char chunk[65536];
+    const ssize_t n = recv(fd_, chunk, sizeof chunk, 0);
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<std::size_t>(n));
+    return true;
+  }
+
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+std::string gunzip(std::string_view data) {
+  z_stream zs{};
+  REQUIRE(inflateInit2(&zs, 15 + 16) == Z_OK);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  zs.avail_in = static_cast<uInt>(data.size());
+  std::string out;
+  char chunk[65536];
+  int rc;
+  do {
+    zs.next_out = reinterpret_cast<Bytef*>(chunk);
+    zs.avail_out = sizeof chunk;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    REQUIRE((rc == Z_OK || rc == Z_STREAM_END));
+    out.append(chunk, sizeof chunk - zs.avail_out);
+  } while (rc != Z_STREAM_END);
+  inflateEnd(&zs);
+  return out;
+}
+
+std::string get_request(std::string_view target, std::string_view extra_headers = "",
+                        std::string_view method = "GET") {
+  return std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: localhost\r\n" +
+         std::string(extra_headers) + "\r\n";
+}
+
+/// One request on its own connection.
+std::optional<response> fetch(int port, std::string_view target, std::string_view headers = "",
+                              std::string_view method = "GET") {
+  connection c(port);
+  REQUIRE(c.send(get_request(target, headers, method)));
+  return c.read_response(method == "HEAD");
+}
+
+/// A running server on `logdir` with extra flags; the port is read from its start line.
+struct server {
+  temp_dir scratch;
+  std::unique_ptr<child> proc;
+  std::string start_line;
+  int port = 0;
+  std::string prefix;
+
+  server(const fs::path& logdir, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"--logdir", logdir.string(), "--port", "0"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    proc = std::make_unique<child>(args, scratch.path / "stderr.txt");
+    start_line = proc->first_line();
+    static const std::regex line_re(
+        R"(kinetoscope 0\.1\.0 at http://127\.0\.0\.1:(\d+)(/[^ ]*)?/ \(Press CTRL\+C to quit\))");
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_match(start_line, m, line_re),
+                    "start line: '" << start_line << "' stderr: " << proc->stderr_text());
+    port = std::stoi(m[1]);
+    prefix = m[2];
+    CHECK(port > 0);
+  }
+
+  /// Polls /api/runs until loading is false; the last answer.
+  json wait_loaded() {
+    const auto deadline = std::chrono::steady_clock::now() + 120s;
+    json runs;
+    while (std::chrono::steady_clock::now() < deadline) {
+      const auto r = fetch(port, prefix + "/api/runs");
+      REQUIRE(r);
+      REQUIRE_MESSAGE(r->status == 200, r->body);
+      runs = json::parse(r->body);
+      if (!runs.at("loading").get<bool>()) return runs;
+      std::this_thread::sleep_for(50ms);
+    }
+    FAIL("the logdir did not finish loading");
+    return runs;
+  }
+};
+
+void check_common_headers(const response& r) {
+  CHECK(r.header("x-content-type-options") == "nosniff");
+  CHECK(r.header("referrer-policy") == "no-referrer");
+  CHECK(r.header("server") == "kinetoscope");
+  CHECK(r.header("content-security-policy") ==
+        "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'");
+}
+
+void check_json_error(const std::optional<response>& r, int status) {
+  REQUIRE(r);
+  CHECK_MESSAGE(r->status == status, r->status_line << " " << r->body);
+  CHECK(r->header("content-type") == "application/json; charset=utf-8");
+  const json body = json::parse(r->body);
+  CHECK(body.at("error").is_string());
+  CHECK(!body.at("error").get<std::string>().empty());
+  check_common_headers(*r);
+}
+
+}  // namespace
+
+TEST_CASE("http: the app, its assets, caching and compression") {
+  test_logdir logs;
+  server srv(logs.logdir);
+  CHECK(srv.prefix.empty());
+
+  const auto index = fetch(srv.port, "/");
+  REQUIRE(index);
+  CHECK(index->status == 200);
+  check_common_headers(*index);
+  CHECK(index->header("content-type") == "text/html; charset=utf-8");
+  CHECK(index->header("cache-control") == "no-cache");
+  const std::string index_etag = index->header("etag");
+  CHECK(index_etag.size() > 2);
+  CHECK(index->body.find("<html") != std::string::npos);
+  std::smatch m;
+  REQUIRE(std::regex_search(index->body, m, std::regex(R"(\./assets/(app\.[0-9a-zA-Z]+\.js))")));
+  const std::string js = "/assets/" + m[1].str();
+
+  // the same document under /index.html; revalidation answers 304 without a body
+  const auto again = fetch(srv.port, "/index.html");
+  REQUIRE(again);
+  CHECK(again->body == index->body);
+  const auto not_modified = fetch(srv.port, "/", "If-None-Match: " + index_etag + "\r\n");
+  REQUIRE(not_modified);
+  CHECK(not_modified->status == 304);
+  CHECK(not_modified->body.empty());
+  CHECK(not_modified->header("etag") == index_etag);
+
+  const auto plain = fetch(srv.port, js);
+  REQUIRE(plain);
+  CHECK(plain->status == 200);
+  check_common_headers(*plain);
+  CHECK(plain->header("cache-control") == "public, max-age=31536000, immutable");
+  CHECK(plain->header("content-type").starts_with("text/javascript"));
+  CHECK_FALSE(plain->has("content-encoding"));
+  REQUIRE(plain->body.size() > 1024);
+  CHECK(plain->header("vary") == "Accept-Encoding");
+
+  const auto zipped = fetch(srv.port, js, "Accept-Encoding: gzip, deflate, br\r\n");
+  REQUIRE(zipped);
+  CHECK(zipped->status == 200);
+  CHECK(zipped->header("content-encoding") == "gzip");
+  CHECK(zipped->body.size() < plain->body.size());
+  CHECK(gunzip(zipped->body) == plain->body);
+  CHECK(zipped->header("etag") == plain->header("etag"));
+
+  const auto refused = fetch(srv.port, js, "Accept-Encoding: gzip;q=0, br\r\n");
+  REQUIRE(refused);
+  CHECK_FALSE(refused->has("content-encoding"));
+  CHECK(refused->body == plain->body);
+
+  const auto cached = fetch(srv.port, js, "If-None-Match: " + plain->header("etag") + "\r\n");
+  REQUIRE(cached);
+  CHECK(cached->status == 304);
+  CHECK(cached->header("cache-control") == "public, max-age=31536000, immutable");
+  const auto stale = fetch(srv.port, js, "If-None-Match: \"other\"\r\n");
+  REQUIRE(stale);
+  CHECK(stale->status == 200);
+
+  // HEAD: the GET's headers and length, no body
+  const auto head = fetch(srv.port, js, "", "HEAD");
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  CHECK(head->header("content-length") == std::to_string(plain->body.size()));
+  CHECK(head->body.empty());
+
+  // keep-alive: three requests on one connection, HEAD in the middle
+  connection c(srv.port);
+  REQUIRE(c.send(get_request("/")));
+  const auto first = c.read_response();
+  REQUIRE(first);
+  CHECK(first->body == index->body);
+  REQUIRE(c.send(get_request(js, "", "HEAD")));
+  const auto second = c.read_response(true);
+  REQUIRE(second);
+  CHECK(second->status == 200);
+  REQUIRE(c.send(get_request("/api/runs")));
+  const auto third = c.read_response();
+  REQUIRE(third);
+  CHECK(third->status == 200);
+
+  // unknown static paths are 404 JSON; files of the logdir are never served
+  check_json_error(fetch(srv.port, "/nothing.html"), 404);
+  check_json_error(fetch(srv.port, "/assets/app.00000000.js"), 404);
+  check_json_error(fetch(srv.port, "/cpu_only/" + fs::directory_iterator(logs.logdir / "cpu_only")
+                                                   ->path().filename().string()),
+                   404);
+
+  srv.proc->signal(SIGTERM);
+  CHECK(srv.proc->wait_exit() == 0);
+}
+
+TEST_CASE("http: the API answers JSON with no-store, gzip when asked, progress on stderr") {
+  test_logdir logs;
+  server srv(logs.logdir);
+  const json runs = srv.wait_loaded();
+  CHECK(runs.at("runs") == json::array({"cpu_only", "resnet50_v100"}));
+  const json& p = runs.at("progress");
+  CHECK(p.at("files_total") == logs.files);
+  CHECK(p.at("files_loaded") == logs.files);
+  CHECK(p.at("files_failed") == 0);
+  CHECK(p.at("bytes_total") == logs.bytes);
+  CHECK(p.at("bytes_loaded") == logs.bytes);
+
+  const auto r = fetch(srv.port, "/api/runs");
+  REQUIRE(r);
+  CHECK(r->status == 200);
+  check_common_headers(*r);
+  CHECK(r->header("cache-control") == "no-store");
+  CHECK(r->header("content-type") == "application/json; charset=utf-8");
+
+  CHECK(json::parse(fetch(srv.port, "/api/status")->body).at("files").size() == logs.files);
+
+  // a view over 1 KiB: gzip level 1 when accepted, the same JSON after gunzip
+  const json workers =
+      json::parse(fetch(srv.port, "/api/workers?run=resnet50_v100&view=Overview")->body);
+  REQUIRE(workers.size() == 1);
+  const std::string worker = workers.at(0);
+  const json spans =
+      json::parse(fetch(srv.port, "/api/spans?run=resnet50_v100&worker=" + worker)->body);
+  CHECK(spans.size() == 2);
+  const std::string span = spans.at(0);
+  const std::string table =
+      "/api/operation/table?run=resnet50_v100&worker=" + worker + "&span=" + span;
+  const auto plain = fetch(srv.port, table);
+  REQUIRE(plain);
+  REQUIRE(plain->status == 200);
+  REQUIRE(plain->body.size() > 1024);
+  CHECK_FALSE(plain->has("content-encoding"));
+  CHECK(plain->header("vary") == "Accept-Encoding");
+  const auto zipped = fetch(srv.port, table, "Accept-Encoding: deflate, gzip\r\n");
+  REQUIRE(zipped);
+  CHECK(zipped->status == 200);
+  CHECK(zipped->header("content-encoding") == "gzip");
+  CHECK(zipped->header("cache-control") == "no-store");
+  CHECK(zipped->body.size() < plain->body.size());
+  CHECK(gunzip(zipped->body) == plain->body);
+  const auto head = fetch(srv.port, table, "Accept-Encoding: gzip\r\n", "HEAD");
+  REQUIRE(head);
+  CHECK(head->header("content-length") == std::to_string(zipped->body.size()));
+
+  // API errors keep their status and JSON; query decoding reaches the API
+  check_json_error(fetch(srv.port, "/api/views"), 400);
+  check_json_error(fetch(srv.port, "/api/views?run=no+such+run"), 404);
+  const auto views = fetch(srv.port, "/api/views?run=cpu%5Fonly");
+  REQUIRE(views);
+  CHECK(views->status == 200);
+  CHECK(json::parse(views->body).at(0) == "Overview");
+
+  srv.proc->signal(SIGINT);
+  CHECK(srv.proc->wait_exit() == 0);
+  const std::string err = srv.proc->stderr_text();
+  CHECK_MESSAGE(err.find("loaded " + std::to_string(logs.files) + " files (0 failed) in ") !=
+                    std::string::npos,
+                err);
+}
+
+TEST_CASE("http: hostile requests get 4xx or a closed connection, and the server lives on") {
+  test_logdir logs;
+  server srv(logs.logdir);
+
+  for (const char* target : {"/../etc/passwd", "/%2e%2e/x", "/a/%2E./b", "/%00", "/a%5c..%5cb",
+                             "//etc", "/api/runs?run=%zz", "/api/../../etc/passwd",
+                             "/api/%2e%2e/%2e%2e/etc/passwd", "/a%2fb"}) {
+    CAPTURE(target);
+    check_json_error(fetch(srv.port, target), 400);
+  }
+  check_json_error(fetch(srv.port, "http://localhost/api/runs"), 400);
+  check_json_error(fetch(srv.port, "/%ff%fe"), 404);  // invalid UTF-8 is echoed safely
+  check_json_error(fetch(srv.port, "/api/nothing"), 404);
+  check_json_error(fetch(srv.port, "/" + std::string(10 * 1024, 'a')), 414);
+  check_json_error(fetch(srv.port, "/api/runs?q=" + std::string(5000, 'a')), 400);
+
+  {  // a 20 KiB header: 431 and the connection closes
+    connection c(srv.port);
+    c.send(get_request("/", "X-Big: " + std::string(20 * 1024, 'b') + "\r\n"));
+    const auto r = c.read_response();
+    if (r) CHECK(r->status == 431);
+    CHECK(c.closed_by_peer());
+  }
+  {  // POST with a body: 405 with Allow, the body is consumed and the connection stays usable
+    connection c(srv.port);
+    REQUIRE(c.send("POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world"));
+    const auto r = c.read_response();
+    check_json_error(r, 405);
+    CHECK(r->header("allow") == "GET, HEAD");
+    REQUIRE(c.send(get_request("/api/runs")));
+    const auto next = c.read_response();
+    REQUIRE(next);
+    CHECK(next->status == 200);
+  }
+  for (const char* method : {"PUT", "DELETE", "OPTIONS", "TRACE"}) {
+    CAPTURE(method);
+    check_json_error(fetch(srv.port, "/", "", method), 405);
+  }
+  {  // a body over 1 MiB is refused from its Content-Length
+    connection c(srv.port);
+    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n"));
+    const auto r = c.read_response();
+    if (r) CHECK(r->status == 413);
+    CHECK(c.closed_by_peer());
+  }
+  {  // raw garbage
+    connection c(srv.port);
+    c.send(std::string("\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03garbage\r\n\r\n", 23));
+    const auto r = c.read_response();
+    if (r) CHECK(r->status == 400);
+    CHECK(c.closed_by_peer());
+  }
+  {  // a request line with a NUL and a bare LF
+    connection c(srv.port);
+    c.send(std::string("GET /\0 HTTP/1.1\nHost: x\n\n", 26));
+    const auto r = c.read_response();
+    if (r) CHECK(r->status == 400);
+    CHECK(c.closed_by_peer());
+  }
+  {  // a client that leaves mid-request
+    connection c(srv.port);
+    REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: x\r\nAccept: "));
+  }
+  {  // a client that leaves mid-body
+    connection c(srv.port);
+    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"));
+  }
+  {  // HTTP/1.0: answered, then closed (no keep-alive asked for)
+    connection c(srv.port);
+    REQUIRE(c.send("GET /api/runs HTTP/1.0\r\n\r\n"));
+    const auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status_line.starts_with("HTTP/1.0 200"));
+    CHECK(json::parse(r->body).contains("runs"));
+    CHECK(c.closed_by_peer());
+  }
+  {  // Connection: close is honoured
+    connection c(srv.port);
+    REQUIRE(c.send(get_request("/api/runs", "Connection: close\r\n")));
+    const auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    CHECK(c.closed_by_peer());
+  }
+
+  const auto alive = fetch(srv.port, "/api/runs");
+  REQUIRE(alive);
+  CHECK(alive->status == 200);
+  CHECK(json::parse(alive->body).contains("runs"));
+
+  srv.proc->signal(SIGTERM);
+  CHECK(srv.proc->wait_exit() == 0);
+}
+
+TEST_CASE("http: --path_prefix serves below the prefix only") {
+  test_logdir logs;
+  server srv(logs.logdir, {"--path_prefix=prof/"});
+  CHECK(srv.prefix == "/prof");
+
+  const auto index = fetch(srv.port, "/prof/");
+  REQUIRE(index);
+  CHECK(index->status == 200);
+  CHECK(index->header("content-type") == "text/html; charset=utf-8");
+  const auto runs = fetch(srv.port, "/prof/api/runs");
+  REQUIRE(runs);
+  CHECK(runs->status == 200);
+  CHECK(json::parse(runs->body).contains("runs"));
+
+  const auto bare = fetch(srv.port, "/prof?x=1");
+  REQUIRE(bare);
+  CHECK(bare->status == 308);
+  CHECK(bare->header("location") == "/prof/?x=1");
+
+  check_json_error(fetch(srv.port, "/"), 404);
+  check_json_error(fetch(srv.port, "/api/runs"), 404);
+  check_json_error(fetch(srv.port, "/profiler/api/runs"), 404);
+  check_json_error(fetch(srv.port, "/prof/../api/runs"), 400);
+
+  srv.proc->signal(SIGTERM);
+  CHECK(srv.proc->wait_exit() == 0);
+}
+
+TEST_CASE("http: start-up errors") {
+  test_logdir logs;
+  temp_dir scratch;
+  const fs::path err_file = scratch.path / "stderr.txt";
+
+  SUBCASE("a port in use: message and exit 1") {
+    server srv(logs.logdir);
+    child second({"--logdir", logs.logdir.string(), "--port", std::to_string(srv.port)}, err_file);
+    CHECK(second.first_line() == "");
+    CHECK(second.wait_exit() == 1);
+    CHECK(second.stderr_text() == "kinetoscope: port " + std::to_string(srv.port) +
+                                      " is in use; choose another with --port, or --port 0 for "
+                                      "any free port\n");
+    // the first one is unharmed
+    const auto r = fetch(srv.port, "/api/runs");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+  SUBCASE("a missing logdir: exit 2") {
+    child c({"--logdir", "/nonexistent", "--port", "0"}, err_file);
+    CHECK(c.wait_exit() == 2);
+    CHECK(c.stderr_text().starts_with(
+        "kinetoscope: --logdir '/nonexistent' is not an existing directory\nusage: "));
+  }
+  SUBCASE("a file as logdir: exit 2") {
+    const fs::path file = *fs::directory_iterator(logs.logdir / "cpu_only");
+    child c({"--logdir=" + file.string()}, err_file);
+    CHECK(c.wait_exit() == 2);
+    CHECK(c.stderr_text().find("is not an existing directory") != std::string::npos);
+  }
+  SUBCASE("bad flags and values: exit 2 with the usage") {
+    const std::vector<std::vector<std::string>> cases = {
+        {"--logdir", logs.logdir.string(), "--bogus"},
+        {"--logdir", logs.logdir.string(), "--port", "65536"},
+        {"--logdir", logs.logdir.string(), "--port=12ab"},
+        {"--logdir", logs.logdir.string(), "--port"},
+        {"--logdir", logs.logdir.string(), "--threads", "0"},
+        {"--logdir", logs.logdir.string(), "--reload_interval", "-1"},
+        {"--logdir", logs.logdir.string(), "--path_prefix", "/a/../b"},
+        {"--logdir", logs.logdir.string(), "--bind_all", "--host", "0.0.0.0"},
+        {"--logdir", logs.logdir.string(), "--bind_all=maybe"},
+        {"--port", "0"},
+    };
+    for (const auto& args : cases) {
+      CAPTURE(args.back());
+      child c(args, err_file);
+      CHECK(c.wait_exit() == 2);
+      const std::string err = c.stderr_text();
+      CHECK(err.starts_with("kinetoscope: "));
+      CHECK(err.find("usage: kinetoscope --logdir DIR") != std::string::npos);
+    }
+  }
+  SUBCASE("--bind_all prints the host name and listens on loopback too; other flags work") {
+    child c({"--logdir", logs.logdir.string(), "--bind_all", "--port=0", "--threads", "1",
+             "--reload_interval=0", "--follow_symlinks"},
+            err_file);
+    const std::string line = c.first_line();
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_match(line, m,
+                                     std::regex(R"(kinetoscope 0\.1\.0 at http://([^:/ ]+):(\d+)/ )"
+                                                R"(\(Press CTRL\+C to quit\))")),
+                    line << c.stderr_text());
+    char name[256] = {};
+    REQUIRE(gethostname(name, sizeof name - 1) == 0);
+    CHECK((m[1] == std::string(name) || m[1] == "localhost"));
+    const auto r = fetch(std::stoi(m[2]), "/api/runs");
+    REQUIRE(r);
+    CHECK(r->status == 200);
+    c.signal(SIGTERM);
+    CHECK(c.wait_exit() == 0);
+  }
+  SUBCASE("--help and --version") {
+    {
+      child c({"--help"}, err_file);
+      CHECK(c.first_line().starts_with("usage: kinetoscope --logdir DIR [--port N]"));
+      CHECK(c.wait_exit() == 0);
+    }
+    {
+      child c({"--version"}, err_file);
+      CHECK(c.first_line() == "kinetoscope 0.1.0");
+      CHECK(c.wait_exit() == 0);
+    }
+  }
+}

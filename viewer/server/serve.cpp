@@ -1,2 +1,299 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder.
+// `kinetoscope --logdir DIR` (serve.hpp): flags, the start line, the progress reporter.
+#include "server/serve.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "server/api.hpp"
+#include "server/http_server.hpp"
+#include "server/store.hpp"
+#include "server/url.hpp"
+
+namespace kinetoscope::server {
+namespace {
+
+template <class T>
+bool parse_integer(std::string_view text, T& value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return !text.empty() && ec == std::errc() && ptr == end;
+}
+
+bool parse_double(std::string_view text, double& value) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return !text.empty() && ec == std::errc() && ptr == end && std::isfinite(value);
+}
+
+bool parse_bool(std::string_view text, bool& value) {
+  if (text == "true" || text == "1") return value = true, true;
+  if (text == "false" || text == "0") return value = false, true;
+  return false;
+}
+
+/// "loading: 3/11 files, 120.5 of 300.0 MB (40.2 %)"
+std::string progress_text(const load_progress& p) {
+  char line[160];
+  std::snprintf(line, sizeof line, "loading: %zu/%zu files, %.1f of %.1f MB (%.1f %%)",
+                p.files_loaded + p.files_failed, p.files_total, double(p.bytes_loaded) / 1e6,
+                double(p.bytes_total) / 1e6, p.percent());
+  return line;
+}
+
+/// "loaded 11 files (1 failed) in 1.4 s"
+std::string done_text(const load_progress& p, double seconds) {
+  char line[160];
+  std::snprintf(line, sizeof line, "loaded %zu files (%zu failed) in %.1f s",
+                p.files_loaded + p.files_failed, p.files_failed, seconds);
+  return line;
+}
+
+/// Reports load progress on `err` from its own thread until stopped: rewritten in place on a
+/// terminal, otherwise a line at most every 2 s when it changed; a summary whenever loading ends
+/// (after the first scan and after any rescan that found work).
+class progress_reporter {
+ public:
+  progress_reporter(const store& s, std::ostream& err, bool terminal)
+      : store_(s), err_(err), terminal_(terminal), thread_([this] { loop(); }) {}
+  ~progress_reporter() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void loop() {
+    using clock = std::chrono::steady_clock;
+    const auto tick = std::chrono::milliseconds(terminal_ ? 200 : 250);
+    auto began = clock::now();
+    std::optional<clock::time_point> last_print;
+    std::string last_text;
+    bool loading = true;  // the first scan counts as loading until the store says otherwise
+    bool line_open = false;
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      const bool stopping = stop_;  // one last look after stop, so a finished load is reported
+      const load_progress p = store_.progress();
+      const auto now = clock::now();
+      if (p.loading && p.files_total > 0) {
+        if (!loading) {
+          began = now;
+          loading = true;
+        }
+        const std::string text = progress_text(p);
+        if (text != last_text) {
+          if (terminal_) {
+            err_ << '\r' << text << "\x1b[K" << std::flush;
+            line_open = true;
+            last_text = text;
+          } else if (!last_print || now - *last_print >= std::chrono::seconds(2)) {
+            err_ << text << std::endl;
+            last_print = now;
+            last_text = text;
+          }
+        }
+      } else if (!p.loading && loading) {
+        if (line_open) err_ << "\r\x1b[K";
+        line_open = false;
+        const double seconds = std::chrono::duration<double>(now - began).count();
+        err_ << done_text(p, seconds) << std::endl;
+        loading = false;
+        last_text.clear();
+      }
+      if (stopping) break;
+      wake_.wait_for(lock, tick, [this] { return stop_; });
+    }
+    if (line_open) err_ << std::endl;
+  }
+
+  const store& store_;
+  std::ostream& err_;
+  bool terminal_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread thread_;  // last: starts after every other member is ready
+};
+
+/// The host to show in the URL: the machine's name for --bind_all (as TensorBoard does),
+/// brackets around an IPv6 literal.
+std::string display_host(const serve_options& o) {
+  std::string host = o.host;
+  if (o.bind_all) {
+    char name[256] = {};
+    host = gethostname(name, sizeof name - 1) == 0 && name[0] != '\0' ? name : "localhost";
+  }
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return host;
+}
+
+}  // namespace
+
+std::string serve_usage() {
+  return "usage: kinetoscope --logdir DIR [--port N] [--host ADDR | --bind_all]\n"
+         "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
+         "                   [--follow_symlinks]\n"
+         "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
+         "  --port N                  TCP port (default 6006; 0: any free port)\n"
+         "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
+         "  --bind_all                listen on every interface (IPv6 and IPv4)\n"
+         "  --path_prefix /PATH       serve under http://host:port/PATH/ (behind a proxy)\n"
+         "  --reload_interval SECONDS rescan the logdir this often (default 5; 0: scan once)\n"
+         "  --threads N               HTTP I/O threads (default 4)\n"
+         "  --follow_symlinks         also read symlinks that lead outside the logdir\n"
+         "  --help, --version\n"
+         "flags take their value as '--flag value' or '--flag=value'\n";
+}
+
+serve_args parse_serve_args(const std::vector<std::string>& args) {
+  serve_args result;
+  serve_options o;
+  bool have_logdir = false, have_host = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    std::string_view word = args[i];
+    if (word == "--help" || word == "-h") {
+      result.help = true;
+      return result;
+    }
+    if (word == "--version") {
+      result.version = true;
+      return result;
+    }
+    if (!word.starts_with("--")) {
+      result.error = "unexpected argument '" + args[i] + "'";
+      return result;
+    }
+    std::string_view name = word.substr(2);
+    std::optional<std::string_view> inline_value;
+    if (const std::size_t eq = name.find('='); eq != std::string_view::npos) {
+      inline_value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const bool is_switch = name == "bind_all" || name == "follow_symlinks";
+    std::string_view value;
+    if (is_switch) {
+      bool on = true;
+      if (inline_value && !parse_bool(*inline_value, on)) {
+        result.error = "--" + std::string(name) + " takes true or false, not '" +
+                       std::string(*inline_value) + "'";
+        return result;
+      }
+      (name == "bind_all" ? o.bind_all : o.follow_symlinks) = on;
+      continue;
+    }
+    if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
+        name != "reload_interval" && name != "threads") {
+      result.error = "unknown flag '--" + std::string(name) + "'";
+      return result;
+    }
+    if (inline_value) {
+      value = *inline_value;
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+    } else {
+      result.error = "--" + std::string(name) + " needs a value";
+      return result;
+    }
+    const auto bad = [&](std::string_view why) {
+      result.error = "bad value '" + std::string(value) + "' for --" + std::string(name) + ": " +
+                     std::string(why);
+      return result;
+    };
+    if (name == "logdir") {
+      if (value.empty()) return bad("empty");
+      o.logdir = value;
+      have_logdir = true;
+    } else if (name == "port") {
+      if (!parse_integer(value, o.port)) return bad("expected a port number 0-65535");
+    } else if (name == "host") {
+      if (value.empty()) return bad("empty");
+      o.host = value;
+      have_host = true;
+    } else if (name == "path_prefix") {
+      auto prefix = normalize_prefix(value);
+      if (!prefix) return bad("expected a path like /profiler (no '..', '//', '?', '#', '%')");
+      o.prefix = *prefix;
+    } else if (name == "reload_interval") {
+      if (!parse_double(value, o.reload_interval_s) || o.reload_interval_s < 0)
+        return bad("expected seconds >= 0");
+    } else if (name == "threads") {
+      if (!parse_integer(value, o.threads) || o.threads < 1 || o.threads > 256)
+        return bad("expected 1-256");
+    }
+  }
+  if (!have_logdir) {
+    result.error = "--logdir is required";
+    return result;
+  }
+  if (have_host && o.bind_all) {
+    result.error = "--host and --bind_all are mutually exclusive";
+    return result;
+  }
+  std::error_code ec;
+  if (!std::filesystem::is_directory(o.logdir, ec)) {
+    result.error = "--logdir '" + o.logdir + "' is not an existing directory" +
+                   (ec && ec != std::errc::no_such_file_or_directory ? " (" + ec.message() + ")"
+                                                                     : std::string());
+    return result;
+  }
+  result.options = std::move(o);
+  return result;
+}
+
+int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const serve_args parsed = parse_serve_args(args);
+  if (parsed.help) {
+    out << serve_usage();
+    return 0;
+  }
+  if (parsed.version) {
+    out << "kinetoscope " << version << '\n';
+    return 0;
+  }
+  if (!parsed.error.empty()) {
+    err << "kinetoscope: " << parsed.error << '\n' << serve_usage();
+    return 2;
+  }
+  const serve_options& o = *parsed.options;
+
+  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks});
+  const api handler(logs);
+  std::optional<http_server> server;
+  try {
+    server.emplace(http_options{o.host, o.port, o.bind_all, o.prefix, o.threads, true}, handler);
+  } catch (const listen_error& e) {
+    if (e.address_in_use())
+      err << "kinetoscope: port " << o.port
+          << " is in use; choose another with --port, or --port 0 for any free port\n";
+    else
+      err << "kinetoscope: " << e.what() << '\n';
+    return 1;
+  }
+  out << "kinetoscope " << version << " at http://" << display_host(o) << ':' << server->port()
+      << o.prefix << "/ (Press CTRL+C to quit)" << std::endl;
+
+  logs.start();
+  {
+    const bool terminal = &err == &std::cerr && isatty(STDERR_FILENO) == 1;
+    progress_reporter reporter(logs, err, terminal);
+    server->run();
+  }
+  server.reset();
+  return 0;
+}
+
+}  // namespace kinetoscope::server

@@ -13,11 +13,14 @@
 
 namespace kinetoscope::server {
 
+/// A request target that passed every check.
 struct parsed_target {
-  std::string path;  ///< decoded path below the prefix, without the leading '/': "", "index.html", "api/runs"
+  /// Decoded path below the prefix, without the leading '/': "", "index.html", "api/runs".
+  std::string path;
   std::vector<std::pair<std::string, std::string>> query;  ///< decoded
 };
 
+/// Why a request target was refused, with the status to answer.
 struct target_error {
   unsigned status;      ///< 400 or 404 (outside the prefix) or 414 (too long)
   std::string message;
@@ -30,11 +33,24 @@ std::optional<std::string> percent_decode(std::string_view s, bool plus_is_space
 /// "..", "//", '?', '#', '%' or control characters.
 std::optional<std::string> normalize_prefix(std::string_view prefix);
 
-/// Parses a request target against `prefix` (normalised). Either result or error is set.
+/// Either target or error is set.
 struct target_result {
   std::optional<parsed_target> target;
   std::optional<target_error> error;
 };
+/// Parses a request target against `prefix` (normalised): 414 over 8 KiB; 404 outside the
+/// prefix; 400 for a target not starting with '/', bad escapes, NUL, backslashes, control
+/// bytes, '.'/'..' or empty segments (encoded or not), an encoded '/', more than 64 query
+/// parameters or one longer than 4 KiB. In the query '+' is a space; order is kept; pairs with
+/// an empty key are dropped.
 target_result parse_target(std::string_view target, std::string_view prefix);
+
+/// True when an Accept-Encoding header value allows gzip: "gzip" (or "x-gzip") with q > 0, or
+/// "*" with q > 0 when gzip is not listed. Codings are case-insensitive; "gzip;q=0" refuses.
+bool accepts_gzip(std::string_view accept_encoding);
+
+/// True when an If-None-Match header value matches `etag` ("*", or a comma list of entity tags
+/// compared weakly as RFC 9110 requires for If-None-Match: a "W/" prefix is ignored).
+bool etag_matches(std::string_view if_none_match, std::string_view etag);
 
 }  // namespace kinetoscope::server
