@@ -1,5 +1,152 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder: replaced by the engineer who owns this view.
+// GPU Kernel view: Top-N control, Total Time and Tensor Cores donuts, Group By (Kernel Name /
+// Kernel Properties + Op Name), kernel-name search (case-sensitive, as the plugin) and, when
+// grouped by properties, an operator-name search; the generic table from columns/rows.
+import { createTable } from '../components/table.js';
+import { donut } from '../components/charts.js';
+import { topNControl, h } from '../components/controls.js';
+
+const GROUPS = [
+  { value: 'Kernel', label: 'Kernel Name' },
+  { value: 'KernelNameAndOpName', label: 'Kernel Properties + Op Name' },
+];
+
+/// Turns the server's {columns, rows} (rows as arrays) into table columns and row objects keyed
+/// by column index.
+export function genericTable(data) {
+  const cols = (data && data.columns) || [];
+  const columns = cols.map((c, i) => ({
+    key: `c${i}`, title: c.name, type: c.type === 'number' ? 'number' : 'string', tooltip: c.tooltip,
+  }));
+  const rows = ((data && data.rows) || []).map((r) => {
+    const o = {};
+    r.forEach((v, i) => { o[`c${i}`] = v; });
+    return o;
+  });
+  return { columns, rows };
+}
+
+function searchBox(placeholder, onInput) {
+  const input = h('input', 'kt-table-search');
+  input.type = 'search';
+  input.placeholder = placeholder;
+  let timer = 0;
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => onInput(input.value.trim()), 300);
+  });
+  return input;
+}
+
+/// Renders the GPU Kernel view.
 export async function render(el, ctx) {
-  el.textContent = 'kernel: not built yet';
+  let groupBy = GROUPS.some((g) => g.value === ctx.hash.kernel_group) ? ctx.hash.kernel_group : 'Kernel';
+  const [pie, tc, first] = await Promise.all([
+    ctx.api('kernel', { group_by: groupBy }),
+    ctx.api('kernel/tc_pie'),
+    ctx.api('kernel/table', { group_by: groupBy }),
+  ]);
+  el.textContent = '';
+  if (!pie && !first) {
+    el.append(h('div', 'kt-card kt-muted', 'This profile has no GPU kernels.'));
+    return;
+  }
+  const pieRows = (pie && pie.total && pie.total.rows) || [];
+
+  const pieCard = h('section', 'kt-card');
+  pieCard.append(h('h2', 'kt-card-title', 'Kernel Time'));
+  const grid = h('div', 'kt-pie-grid');
+  const totalBox = h('div');
+  const tcBox = h('div');
+  grid.append(totalBox, tcBox);
+  const drawTotal = (n) => {
+    totalBox.textContent = '';
+    const sorted = [...pieRows].sort((a, b) => b[1] - a[1]);
+    const shown = n > 0 ? sorted.slice(0, n) : sorted;
+    donut(totalBox, { title: 'Total Time (us)', items: shown.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), valueLabel: 'us' });
+  };
+  const top = topNControl({
+    allLabel: 'All kernels', topLabel: 'Top kernels to show', max: pieRows.length, value: ctx.hash.kernel_top,
+    onChange: (n) => { ctx.setHash({ kernel_top: n > 0 ? n : 'all' }); drawTotal(n); },
+  });
+  drawTotal(top.value());
+  const tcRows = (tc && tc.total && tc.total.rows) || [];
+  // The plugin shows only percentages for this pie: values are fractions of kernel time.
+  donut(tcBox, { title: 'Tensor Cores Utilization', items: tcRows.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), percentOnly: true });
+  pieCard.append(top.element, grid);
+
+  const tableCard = h('section', 'kt-card');
+  tableCard.append(h('h2', 'kt-card-title', 'Kernels'));
+  const controls = h('div', 'kt-controls');
+  const select = h('select');
+  for (const g of GROUPS) {
+    const o = h('option', '', g.label);
+    o.value = g.value;
+    select.append(o);
+  }
+  select.value = groupBy;
+  const lab = h('label', '', 'Group By');
+  lab.append(select);
+  let nameQuery = '';
+  let opQuery = '';
+  const nameSearch = searchBox('Search by Kernel Name', (q) => { nameQuery = q; applyFilter(); });
+  const opSearch = searchBox('Search by Operator Name', (q) => { opQuery = q; applyFilter(); });
+  controls.append(lab, nameSearch, opSearch);
+  const tableBox = h('div');
+  tableCard.append(controls, tableBox);
+
+  let table = null;
+  let all = { columns: [], rows: [] };
+  let nameKey = null;
+  let opKey = null;
+  function applyFilter() {
+    if (!table) return;
+    // Kernel names: case-sensitive substring (as the plugin); operators: case-insensitive.
+    const rows = all.rows.filter((r) =>
+      (!nameQuery || !nameKey || String(r[nameKey] ?? '').includes(nameQuery)) &&
+      (!opQuery || !opKey || String(r[opKey] ?? '').toLowerCase().includes(opQuery.toLowerCase())));
+    table.setRows(rows);
+  }
+  const show = (data) => {
+    tableBox.textContent = '';
+    table = null;
+    if (!data) {
+      tableBox.append(h('div', 'kt-muted', 'No kernels.'));
+      return;
+    }
+    all = genericTable(data.data);
+    const find = (t) => { const c = all.columns.find((x) => x.title === t); return c ? c.key : null; };
+    nameKey = find('Name');
+    opKey = find('Operator');
+    opSearch.hidden = !opKey;
+    const sortTitle = data.metadata && data.metadata.sort;
+    const sortKey = find(sortTitle) || (all.columns[0] && all.columns[0].key);
+    table = createTable(tableBox, {
+      columns: all.columns,
+      rows: all.rows,
+      sort: sortKey ? { key: sortKey, desc: true } : null,
+      pageSize: 30,
+      csvName: groupBy === 'Kernel' ? 'kernels.csv' : 'kernels_by_op.csv',
+    });
+    applyFilter();
+  };
+  show(first);
+  let seq = 0;
+  select.addEventListener('change', async () => {
+    groupBy = select.value;
+    ctx.setHash({ kernel_group: groupBy === 'Kernel' ? null : groupBy });
+    opQuery = '';
+    opSearch.value = '';
+    const mine = ++seq;
+    tableBox.textContent = 'Loading\u2026';
+    try {
+      const data = await ctx.api('kernel/table', { group_by: groupBy });
+      if (mine === seq) show(data);
+    } catch (e) {
+      if (mine !== seq) return;
+      tableBox.textContent = '';
+      tableBox.append(h('div', 'kt-error-box', e.message));
+    }
+  });
+  el.append(pieCard, tableCard);
 }

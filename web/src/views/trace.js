@@ -1,5 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Placeholder: replaced by the engineer who owns this view.
+// The Trace view: our own canvas timeline over the windowed timeline API (http-api.md "Trace
+// timeline"), replacing the plugin's embedded Catapult viewer (viewer-http.md §4.5). The browser
+// asks only for the visible window; see timeline/timeline.js.
+import { createTimeline } from '../timeline/timeline.js';
+
+/// Renders the timeline of ctx.run/worker/span into `el`; URL keys: t0, t1 (visible window, µs
+/// relative to the trace start) and event (the selected event id). Returns the cleanup function.
 export async function render(el, ctx) {
-  el.textContent = 'trace: not built yet';
+  const timeline = createTimeline(el, ctx);
+  return () => timeline.destroy();
 }

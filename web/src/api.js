@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The web app's only path to the server: GET ./api/<route>?params, JSON in, Error out.
+// URLs are relative so the app works under any --path_prefix or reverse proxy.
+
+/// Builds the relative URL of an API route; null/undefined parameters are left out.
+export function apiUrl(route, params = {}) {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (v !== null && v !== undefined) q.append(k, String(v));
+  }
+  const qs = q.toString();
+  return `./api/${route}${qs ? `?${qs}` : ''}`;
+}
+
+/// GETs an API route and returns its parsed JSON. Rejects with Error(message) where message is
+/// the server's {"error": ...} text on 4xx/5xx (or the HTTP status when there is none), and
+/// with a network error message when the server cannot be reached.
+export async function apiGet(route, params = {}, { signal } = {}) {
+  let res;
+  try {
+    res = await fetch(apiUrl(route, params), { signal, headers: { Accept: 'application/json' } });
+  } catch (e) {
+    if (e && e.name === 'AbortError') throw e;
+    throw new Error(`Cannot reach the kinetoscope server (${e && e.message ? e.message : e})`);
+  }
+  const text = await res.text();
+  let body = null;
+  if (text) {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      if (res.ok) throw new Error(`/api/${route}: the server answered invalid JSON`);
+    }
+  }
+  if (!res.ok) {
+    const msg = body && typeof body.error === 'string' ? body.error : `HTTP ${res.status} ${res.statusText}`;
+    const err = new Error(msg);
+    err.status = res.status;
+    throw err;
+  }
+  return body;
+}
+
+/// Returns ctx.api for a selection: api(route, params) adds run, worker and span (when set)
+/// to the parameters; explicit params win.
+export function boundApi(selection) {
+  return (route, params = {}) => {
+    const base = {};
+    for (const k of ['run', 'worker', 'span']) {
+      if (selection[k] !== null && selection[k] !== undefined && selection[k] !== '') base[k] = selection[k];
+    }
+    return apiGet(route, { ...base, ...params });
+  };
+}
