@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# Installs the Debian 12 packages kinetoscope builds with, when missing (run as root).
+# Installs what kinetoscope builds with, when missing (run as root on Debian 12):
+# the Debian packages, then the web app's npm packages (npm ci in web/, exact lock).
+#   install-deps.sh            build dependencies
+#   install-deps.sh --browser  also Debian's chromium, for the headless browser test
 set -euo pipefail
-packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev doctest-dev libsimdjson-dev protobuf-compiler libprotobuf-dev)
+cd "$(dirname "$0")/.."
+packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev doctest-dev libsimdjson-dev
+          protobuf-compiler libprotobuf-dev libboost1.81-dev)
+if [ "${1:-}" = "--browser" ]; then packages+=(chromium); fi
+command -v node > /dev/null || packages+=(nodejs)
+command -v npm > /dev/null || packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -12,4 +20,10 @@ if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The web app's bundler and chart library, exactly as package-lock.json pins them.
+stamp=web/node_modules/.kinetoscope-lock
+if ! cmp -s web/package-lock.json "$stamp" 2>/dev/null; then
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+  cp web/package-lock.json "$stamp"
 fi

@@ -1,25 +1,26 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test: a -Werror build, then the same tests under ASan+UBSan.
-# Ends with one line "N passed, N failed" (doctest test cases over both builds).
+# Ends with one line "N passed, N failed": doctest test cases over both builds plus the checks of
+# the headless-browser test (web/tests/browser.mjs, -Werror build only).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh || exit 1
+bash scripts/install-deps.sh --browser || exit 1
 
 status=0
-run_suite() {  # build-dir, meson setup options...
-  local dir=$1; shift
+run_suite() {  # build-dir, extra meson test options, meson setup options...
+  local dir=$1 test_opts=$2; shift 2
   if [ ! -f "$dir/build.ninja" ]; then
     meson setup "$dir" --werror "$@" || return 1
   fi
   ninja -C "$dir" || return 1
-  meson test -C "$dir" --no-suite bench --print-errorlogs --num-processes 2 || return 1
+  meson test -C "$dir" --no-suite bench $test_opts --print-errorlogs --num-processes 2 || return 1
 }
 
-run_suite build-test --buildtype=debugoptimized || status=1
+run_suite build-test "" --buildtype=debugoptimized || status=1
 # Sanitizers: detect_leaks stays on; UBSan findings abort the test.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_suite build-asan --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || status=1
+run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || status=1
 
 passed=0
 failed=0
@@ -27,7 +28,8 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   [ -f "$log" ] || continue
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
-  done < <(sed -n 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' "$log")
+  done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
+                  -e 's/^browser checks: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts
 echo "${passed} passed, ${failed} failed"

@@ -426,7 +426,36 @@ async function main() {
       return c && Number(c.dataset.bars) > 0 && rows > 0 ? { bars: Number(c.dataset.bars), rows } : null;
     }, null);
     check(diff !== null, `Diff (diff_base vs diff_test): bars and operator rows (${JSON.stringify(diff)})`);
+
+    // --- Diff with levels: resnet50_v100 span 1 vs span 2, one bar pair per child of the root,
+    // and a click on a bar drills into that child (the URL keeps the path).
+    const rs1 = await sel('resnet50_v100', 'Overview', 0);
+    const rs2 = await sel('resnet50_v100', 'Overview', 1);
+    const diffQuery = `run=resnet50_v100&worker=${encodeURIComponent(rs1.worker)}&span=${rs1.span}` +
+      `&exp_run=resnet50_v100&exp_worker=${encodeURIComponent(rs2.worker)}&exp_span=${rs2.span}`;
+    const root = await getJson(base, `diffnode?${diffQuery}&path=0`);
+    await open({ tab: 'diff', run: rs1.run, worker: rs1.worker, span: rs1.span,
+      exp_run: rs2.run, exp_worker: rs2.worker, exp_span: rs2.span });
+    const rootBars = await waitFor(page, () => {
+      const c = document.querySelector('.diff-combo');
+      return c && Number(c.dataset.bars) > 0 ? Number(c.dataset.bars) : null;
+    }, null);
+    check(root.children.length > 1 && rootBars === 2 * root.children.length,
+      `Diff (resnet50_v100 span 1 vs 2): ${root.children.length} children drawn as bar pairs (${rootBars} bars)`);
+    const target = root.children.find((c) => c.path === '0-1') || root.children[0];
+    const targetNode = await getJson(base, `diffnode?${diffQuery}&path=${target.path}`);
     await shot(page, opts.out, 'diff.png');
+    await page.click(`.diff-bar-group[data-path="${target.path}"]`);
+    const drilled = await waitFor(page, (want) => decodeURIComponent(location.hash).includes(`diff_path=${want}`) || null, target.path);
+    check(drilled === true, `Diff: clicking the bar of ${target.left.name} drills to path ${target.path}`);
+    const wantBars = 2 * (targetNode.children ? targetNode.children.length : 0);
+    if (wantBars > 0) {
+      const drilledBars = await waitFor(page, (n) => {
+        const c = document.querySelector('.diff-combo');
+        return c && Number(c.dataset.bars) === n ? n : null;
+      }, wantBars);
+      check(drilledBars === wantBars, `Diff: the drilled level draws ${wantBars} bars (${drilledBars})`);
+    }
 
     // --- Recommendations: findings of resnet50_v100.
     const recs = await getJson(base, `recommendations?run=resnet50_v100&worker=${encodeURIComponent(ov.worker)}&span=${ov.span}`);
@@ -469,6 +498,8 @@ async function main() {
 
 main().then(() => {
   cleanup();
+  // Counted by scripts/test.sh next to the doctest cases.
+  console.log(`browser checks: ${passed} passed, ${failures.length} failed`);
   if (failures.length) {
     console.error(`\nbrowser test: ${failures.length} check(s) failed, ${passed} passed:`);
     for (const f of failures) console.error(`  - ${f}`);
