@@ -4,11 +4,15 @@
 // through the loader, build the op tree and check numbers derived by hand in the comments.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/loader.hpp"
@@ -425,4 +429,291 @@ TEST_CASE("memory_view: units and display rounding") {
   CHECK(memory_display_round(0.0009765625) == 0.001);   // 1 KB in MB
   CHECK(memory_display_round(-0.004) == -0.004);
   CHECK(memory_display_round(0.0123) == 0.01);
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory_index / compute_memory_range: the indexed ranged result must equal compute_memory(range)
+// field for field (the server answers ranged requests from the index).
+
+namespace {
+
+void check_same(const memory_result& fast, const memory_result& ref, const memory_parts& parts = {}) {
+  CHECK(fast.present == ref.present);
+  CHECK(fast.first_ts == ref.first_ts);
+  CHECK(fast.default_device == ref.default_device);
+  CHECK(fast.counts.records == ref.counts.records);
+  CHECK(fast.counts.records_without_addr == ref.counts.records_without_addr);
+  CHECK(fast.counts.unknown_device_records == ref.counts.unknown_device_records);
+  CHECK(fast.counts.attributed_records == ref.counts.attributed_records);
+  if (parts.events) {
+    CHECK(fast.counts.replaced_allocations == ref.counts.replaced_allocations);
+    CHECK(fast.counts.repeated_frees == ref.counts.repeated_frees);
+  }
+  REQUIRE(fast.devices.size() == ref.devices.size());
+  for (std::size_t d = 0; d < ref.devices.size(); ++d) {
+    const memory_device& a = fast.devices[d];
+    const memory_device& b = ref.devices[d];
+    CAPTURE(b.device);
+    CHECK(a.device == b.device);
+    CHECK(a.peak_allocated_bytes == b.peak_allocated_bytes);
+    CHECK(a.peak_reserved_bytes == b.peak_reserved_bytes);
+    CHECK(a.peak_time_us == b.peak_time_us);
+    CHECK(a.capacity_bytes == b.capacity_bytes);
+    if (parts.curve) {
+      CHECK(a.curve == b.curve);
+    } else {
+      CHECK(a.curve.empty());
+    }
+    if (parts.stats) {
+      REQUIRE(a.stats.size() == b.stats.size());
+      for (std::size_t i = 0; i < b.stats.size(); ++i) {
+        const memory_stat_row& x = a.stats[i];
+        const memory_stat_row& y = b.stats[i];
+        CAPTURE(i);
+        CHECK(x.name == y.name);
+        CHECK(x.calls == y.calls);
+        CHECK(x.size_increase_bytes == y.size_increase_bytes);
+        CHECK(x.self_size_increase_bytes == y.self_size_increase_bytes);
+        CHECK(x.allocation_count == y.allocation_count);
+        CHECK(x.self_allocation_count == y.self_allocation_count);
+        CHECK(x.allocation_size_bytes == y.allocation_size_bytes);
+        CHECK(x.self_allocation_size_bytes == y.self_allocation_size_bytes);
+      }
+    } else {
+      CHECK(a.stats.empty());
+    }
+    if (parts.events) {
+      REQUIRE(a.events.size() == b.events.size());
+      for (std::size_t i = 0; i < b.events.size(); ++i) {
+        const memory_event_row& x = a.events[i];
+        const memory_event_row& y = b.events[i];
+        CAPTURE(i);
+        CHECK(x.op_name == y.op_name);
+        CHECK(x.size_bytes == y.size_bytes);
+        CHECK(x.allocation_time_us == y.allocation_time_us);
+        CHECK(x.release_time_us == y.release_time_us);
+        CHECK(x.duration_us == y.duration_us);
+      }
+    } else {
+      CHECK(a.events.empty());
+    }
+  }
+}
+
+/// Deterministic pseudo-random numbers (splitmix64), so a failure reproduces.
+struct rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * static_cast<double>(next() >> 11) * 0x1p-53; }
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+};
+
+/// The ranges to compare on: whole, open on either side, empty (between records and
+/// reversed), each single record time, every node boundary as either bound, and random ones.
+std::vector<std::pair<double, double>> probe_ranges(const trace_model& model, const op_trees& trees,
+                                                    std::size_t single_count, std::size_t random_count,
+                                                    std::uint64_t seed) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> times;
+  for (const event& e : model.events)
+    if (e.type == event_type::memory) times.push_back(e.ts);
+  REQUIRE(!times.empty());
+  std::vector<double> bounds = times;
+  for (const op_node& n : trees.nodes) {
+    bounds.push_back(n.start);
+    bounds.push_back(n.end);
+  }
+  const double first = *std::min_element(bounds.begin(), bounds.end());
+  const double last = *std::max_element(bounds.begin(), bounds.end());
+  std::vector<std::pair<double, double>> out = {
+      {-inf, inf}, {first, last}, {-inf, first - 1}, {last + 1, inf}, {last + 1, first - 1}};
+  rng r{seed};
+  for (std::size_t i = 0; i < single_count; ++i) {
+    const double t = times[r.below(times.size())];
+    out.emplace_back(t, t);                                  // a single record (and its neighbours at t)
+    out.emplace_back(-inf, t);                               // one-sided
+    out.emplace_back(t, inf);
+    out.emplace_back(std::nextafter(t, inf), std::nextafter(t, inf));  // just after it: maybe empty
+  }
+  for (std::size_t i = 0; i < random_count; ++i) {
+    double a = r.uniform(first - 10, last + 10);
+    double b = r.uniform(first - 10, last + 10);
+    if (a > b) std::swap(a, b);
+    out.emplace_back(a, b);
+    // Node and record boundaries as bounds (inclusive edges).
+    double c = bounds[r.below(bounds.size())];
+    double d = bounds[r.below(bounds.size())];
+    if (c > d) std::swap(c, d);
+    out.emplace_back(c, d);
+  }
+  return out;
+}
+
+/// Compares compute_memory_range() with compute_memory() on `ranges`, with every part and
+/// with each part alone (the server asks for stats or events only).
+void check_ranges(const trace_model& model, const op_trees& trees,
+                  const std::vector<std::pair<double, double>>& ranges) {
+  const memory_index index = build_memory_index(model, trees);
+  CHECK(index.present() == compute_memory(model, trees).present);
+  CHECK(index.memory_bytes() > 0);
+  const memory_parts only_stats{false, true, false};
+  const memory_parts only_events{false, false, true};
+  for (const auto& range : ranges) {
+    CAPTURE(range.first);
+    CAPTURE(range.second);
+    const memory_result ref = compute_memory(model, trees, range);
+    check_same(compute_memory_range(index, model, trees, range), ref);
+    check_same(compute_memory_range(index, model, trees, range, only_stats), ref, only_stats);
+    check_same(compute_memory_range(index, model, trees, range, only_events), ref, only_events);
+  }
+}
+
+/// A random workload on `threads` threads: nested operators (with aten::empty children), records
+/// on CPU / GPU0 / GPU1 from a small address pool (pairs, re-used addresses, frees of unknown
+/// addresses, zero-byte records), some outside every operator.
+trace_model random_trace(std::uint64_t seed) {
+  rng r{seed};
+  trace_builder b;
+  static const char* const names[] = {"aten::linear", "aten::addmm", "aten::empty", "aten::relu", "aten::conv2d"};
+  struct pending {
+    double t;
+    std::uint64_t addr;
+    std::int64_t bytes;
+    int type;
+    int id;
+  };
+  std::vector<pending> mem;
+  std::vector<std::pair<std::uint64_t, std::int64_t>> live;  // (addr, bytes)
+  double t = t0;
+  for (int top = 0; top < 40; ++top) {
+    const double start = t + r.uniform(0, 5);
+    const double len = r.uniform(10, 60);
+    b.op(names[r.below(5)], start, start + len);
+    double c = start + 1;
+    while (c + 3 < start + len - 1) {
+      const double cl = r.uniform(1, 8);
+      if (c + cl >= start + len - 1) break;
+      b.op(names[r.below(5)], c, c + cl);
+      if (r.below(3) == 0 && cl > 2) b.op("aten::empty", c + 0.5, c + 1.5);
+      c += cl + r.uniform(0, 2);
+    }
+    for (int k = 0; k < 12; ++k) {
+      // Record times on a 0.25 µs grid: some land exactly on node boundaries.
+      const double mt = std::round(r.uniform(start - 2, start + len + 2) * 4) / 4;
+      const int dev = static_cast<int>(r.below(3));
+      const int type = dev == 0 ? 0 : 1;
+      const int id = dev == 0 ? -1 : dev - 1;
+      const std::size_t kind = r.below(10);
+      if (kind < 5 || live.empty()) {
+        const std::uint64_t addr = 0x1000 + 0x100 * r.below(24);
+        const std::int64_t bytes = kind == 9 ? 0 : static_cast<std::int64_t>(64 * (1 + r.below(16)));
+        live.emplace_back(addr, bytes);
+        mem.push_back({mt, addr, bytes, type, id});
+      } else if (kind < 9) {
+        const std::size_t j = r.below(live.size());
+        mem.push_back({mt, live[j].first, -live[j].second, type, id});
+        live.erase(live.begin() + static_cast<std::ptrdiff_t>(j));
+      } else {
+        mem.push_back({mt, 0x9000 + 0x10 * r.below(4), -32, type, id});  // free of an unknown address
+      }
+    }
+    t = start + len;
+  }
+  std::stable_sort(mem.begin(), mem.end(), [](const pending& a, const pending& c) { return a.t < c.t; });
+  std::int64_t total = 1 << 20;
+  for (const pending& m : mem) {
+    total += m.bytes;
+    b.mem(m.t, m.addr, m.bytes, total, total + 4096, m.type, m.id);
+  }
+  return b.load();
+}
+
+}  // namespace
+
+TEST_CASE("memory_view: indexed ranges equal compute_memory on the hand-made traces") {
+  const trace_model model = main_trace();
+  const op_trees trees = build_op_tree(model);
+  check_ranges(model, trees, probe_ranges(model, trees, 40, 300, 1));
+
+  // The range test above, through the index.
+  const memory_index index = build_memory_index(model, trees);
+  const memory_result m = compute_memory_range(index, model, trees, {t0 + 20, t0 + 60});
+  REQUIRE(m.device("CPU") != nullptr);
+  REQUIRE(m.device("CPU")->events.size() == 3);
+  check_event(m.device("CPU")->events[2], "aten::linear (aten::empty)", 1024, std::nullopt, 30.0, std::nullopt);
+  REQUIRE(m.device("CPU")->stats.size() == 2);
+  check_stat(m.device("CPU")->stats[1], "aten::linear", 1, 3584, 512, 2, 1, 4608, 512);
+
+  // Q16: a re-used address and repeated unpaired frees.
+  trace_builder b;
+  b.op("aten::a", t0, t0 + 10).op("aten::b", t0 + 20, t0 + 30).op("aten::c", t0 + 40, t0 + 50);
+  b.mem(t0 + 1, 0x10, 100, 100)
+      .mem(t0 + 2, 0x20, 200, 300)
+      .mem(t0 + 21, 0x10, 50, 350)
+      .mem(t0 + 22, 0x10, 70, 420)
+      .mem(t0 + 41, 0x10, -70, 350)
+      .mem(t0 + 42, 0x30, -8, 342)
+      .mem(t0 + 42.5, 0x20, -200, 142)
+      .mem(t0 + 43, 0x30, -8, 134);
+  const trace_model q16 = b.load();
+  const op_trees q16_trees = build_op_tree(q16);
+  const memory_index q16_index = build_memory_index(q16, q16_trees);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const memory_result all = compute_memory_range(q16_index, q16, q16_trees, {-inf, inf});
+  CHECK(all.counts.replaced_allocations == 2);
+  CHECK(all.counts.repeated_frees == 1);
+  check_ranges(q16, q16_trees, probe_ranges(q16, q16_trees, 40, 300, 2));
+}
+
+TEST_CASE("memory_view: indexed ranges equal compute_memory on random workloads") {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    CAPTURE(seed);
+    const trace_model model = random_trace(seed);
+    const op_trees trees = build_op_tree(model);
+    const memory_result all = compute_memory(model, trees);
+    // The workload exercises what it is meant to: three devices, pairs, replacements, unpaired frees.
+    CHECK(all.devices.size() == 3);
+    CHECK(all.counts.replaced_allocations > 0);
+    CHECK(all.counts.repeated_frees > 0);
+    CHECK(all.counts.attributed_records > 0);
+    CHECK(all.counts.attributed_records < all.counts.records);
+    check_ranges(model, trees, probe_ranges(model, trees, 60, 150, seed));
+  }
+}
+
+TEST_CASE("memory_view: indexed ranges equal compute_memory on a recorded trace and resnet50") {
+  kinetoscope::profile prof({.activities = {kinetoscope::activity::cpu}, .profile_memory = true});
+  prof.start();
+  {
+    kinetoscope::record_op outer("test::outer");
+    void* a = kinetoscope::tracked_malloc(1000);
+    for (int i = 0; i < 5; ++i) {
+      kinetoscope::record_op inner("test::inner");
+      void* b = kinetoscope::tracked_malloc(static_cast<std::size_t>(3000 + i));
+      kinetoscope::tracked_free(b, static_cast<std::size_t>(3000 + i));
+    }
+    kinetoscope::tracked_free(a, 1000);
+  }
+  prof.stop();
+  load_result r = load_trace_buffer(kinetoscope::chrome_trace_string(prof.last_trace()), "recorded.pt.trace.json");
+  REQUIRE(r.ok());
+  const op_trees trees = build_op_tree(*r.model);
+  check_ranges(*r.model, trees, probe_ranges(*r.model, trees, 20, 50, 3));
+
+  const char* shared = std::getenv("KINETOSCOPE_SHARED");
+  const std::string path = std::string(shared != nullptr ? shared : "../shared") +
+                           "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+  load_result real = load_trace(path);
+  REQUIRE_MESSAGE(real.ok(), path);
+  const op_trees real_trees = build_op_tree(*real.model);
+  const memory_result all = compute_memory(*real.model, real_trees);
+  REQUIRE(all.present);
+  CHECK(all.counts.records > 10000);
+  // Fewer random ranges here: each reference compute_memory() call walks the whole trace.
+  check_ranges(*real.model, real_trees, probe_ranges(*real.model, real_trees, 6, 8, 4));
 }

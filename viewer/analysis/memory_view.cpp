@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "analysis/py_round.hpp"
@@ -232,6 +233,97 @@ struct stats_walk {
   }
 };
 
+/// The range-independent first steps shared by compute_memory() and build_memory_index():
+/// records (§9.1), the attribution walk (§9.2), and each free copying the op of the open
+/// allocation at its address.
+struct prepared {
+  std::vector<std::string> device_names;
+  std::vector<record> records;
+  std::vector<std::vector<std::size_t>> node_records;  ///< per operator node: record indices, time order
+  std::vector<char> processed;                         ///< per node: entered by the attribution walk
+  memory_counts counts;
+};
+
+prepared prepare(const trace_model& model, const op_trees& trees) {
+  prepared p;
+  p.records = collect_records(model, p.device_names, p.counts);
+  std::vector<record>& records = p.records;
+  // §9.2 attribution, thread by thread.
+  p.node_records.resize(trees.nodes.size());
+  p.processed.assign(trees.nodes.size(), 0);
+  {
+    std::map<std::int64_t, std::vector<std::size_t>> by_tid;
+    for (std::size_t i = 0; i < records.size(); ++i) by_tid[records[i].tid].push_back(i);
+    std::unordered_map<std::int64_t, std::uint32_t> root_of;
+    for (const thread_tree& t : trees.threads) root_of.try_emplace(t.tid, t.root);
+    for (const auto& [tid, indices] : by_tid) {
+      const auto it = root_of.find(tid);
+      attribute_thread(trees, it == root_of.end() ? no_index : it->second, records, indices, p.node_records,
+                       p.processed, p.counts);
+    }
+  }
+  // Each free copies the op of the open allocation at its address (all records, time order).
+  {
+    std::unordered_map<std::uint64_t, std::size_t> open;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      record& r = records[i];
+      if (!r.has_addr) continue;
+      if (r.is_allocation()) {
+        open[r.addr] = i;
+      } else if (const auto it = open.find(r.addr); it != open.end()) {
+        r.op_name = records[it->second].op_name;
+        r.parent_op_name = records[it->second].parent_op_name;
+        open.erase(it);
+      }
+    }
+  }
+  return p;
+}
+
+/// §9.3 curve and peaks (whole trace); `device_of(index)` gives the device to fill.
+template <class DeviceOf>
+void build_curves(const std::vector<record>& records, double first_ts, DeviceOf&& device_of) {
+  for (const record& r : records) {
+    if (!r.has_addr || std::isnan(r.total_allocated) || std::isnan(r.total_reserved)) continue;
+    memory_device& dev = device_of(r.device);
+    const double t = r.ts - first_ts;
+    if (!dev.curve.empty()) dev.curve.push_back({t, dev.curve.back()[1], dev.curve.back()[2]});
+    dev.curve.push_back({t, r.total_allocated, r.total_reserved});
+    // The plugin's peaks start at 0 and keep the max of "Total Allocated".
+    const auto allocated = static_cast<std::int64_t>(std::llround(r.total_allocated));
+    const auto reserved = static_cast<std::int64_t>(std::llround(r.total_reserved));
+    if (!dev.peak_time_us) {
+      dev.peak_time_us = t;
+      dev.peak_allocated_bytes = std::max<std::int64_t>(0, allocated);
+    } else if (allocated > dev.peak_allocated_bytes) {
+      dev.peak_time_us = t;
+      dev.peak_allocated_bytes = allocated;
+    }
+    dev.peak_reserved_bytes = std::max(dev.peak_reserved_bytes, reserved);
+  }
+}
+
+/// totalGlobalMem of a "GPU<n>" device when the trace has it (quirk Q11 fixed).
+std::optional<std::int64_t> device_capacity(const trace_model& model, const std::string& name) {
+  if (name.rfind("GPU", 0) != 0) return std::nullopt;
+  const auto id = std::strtoll(name.c_str() + 3, nullptr, 10);
+  if (id >= 0 && static_cast<std::size_t>(id) < model.devices.size() &&
+      model.devices[static_cast<std::size_t>(id)].has_total_global_mem) {
+    return model.devices[static_cast<std::size_t>(id)].total_global_mem;
+  }
+  return std::nullopt;
+}
+
+/// The plugin's default_device: the first device (in result order) named "GPU…", else "CPU".
+void set_default_device(memory_result& result) {
+  for (const memory_device& d : result.devices) {
+    if (d.device.rfind("GPU", 0) == 0) {
+      result.default_device = d.device;
+      break;
+    }
+  }
+}
+
 std::string python_float_text(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.1f", v);
@@ -278,43 +370,17 @@ double profiler_start_ts(const trace_model& model) {
 memory_result compute_memory(const trace_model& model, const op_trees& trees,
                              std::optional<std::pair<double, double>> range) {
   memory_result result;
-  std::vector<std::string> device_names;
-  std::vector<record> records = collect_records(model, device_names, result.counts);
+  prepared prep = prepare(model, trees);
+  const std::vector<std::string>& device_names = prep.device_names;
+  const std::vector<record>& records = prep.records;
+  const std::vector<std::vector<std::size_t>>& node_records = prep.node_records;
+  const std::vector<char>& processed = prep.processed;
+  result.counts = prep.counts;
   result.present = !records.empty() || result.counts.unknown_device_records > 0;
   result.first_ts = profiler_start_ts(model);
   const double lo = range ? range->first : -std::numeric_limits<double>::infinity();
   const double hi = range ? range->second : std::numeric_limits<double>::infinity();
   const std::size_t device_count = device_names.size();
-
-  // §9.2 attribution, thread by thread.
-  std::vector<std::vector<std::size_t>> node_records(trees.nodes.size());
-  std::vector<char> processed(trees.nodes.size(), 0);
-  {
-    std::map<std::int64_t, std::vector<std::size_t>> by_tid;
-    for (std::size_t i = 0; i < records.size(); ++i) by_tid[records[i].tid].push_back(i);
-    std::unordered_map<std::int64_t, std::uint32_t> root_of;
-    for (const thread_tree& t : trees.threads) root_of.try_emplace(t.tid, t.root);
-    for (const auto& [tid, indices] : by_tid) {
-      const auto it = root_of.find(tid);
-      attribute_thread(trees, it == root_of.end() ? no_index : it->second, records, indices, node_records,
-                       processed, result.counts);
-    }
-  }
-  // Each free copies the op of the open allocation at its address (all records, time order).
-  {
-    std::unordered_map<std::uint64_t, std::size_t> open;
-    for (std::size_t i = 0; i < records.size(); ++i) {
-      record& r = records[i];
-      if (!r.has_addr) continue;
-      if (r.is_allocation()) {
-        open[r.addr] = i;
-      } else if (const auto it = open.find(r.addr); it != open.end()) {
-        r.op_name = records[it->second].op_name;
-        r.parent_op_name = records[it->second].parent_op_name;
-        open.erase(it);
-      }
-    }
-  }
 
   std::map<std::string, memory_device> devices;
   const auto device_of = [&](std::uint32_t d) -> memory_device& {
@@ -323,27 +389,7 @@ memory_result compute_memory(const trace_model& model, const op_trees& trees,
     return dev;
   };
 
-  // §9.3 curve and peaks (whole trace).
-  {
-    for (const record& r : records) {
-      if (!r.has_addr || std::isnan(r.total_allocated) || std::isnan(r.total_reserved)) continue;
-      memory_device& dev = device_of(r.device);
-      const double t = r.ts - result.first_ts;
-      if (!dev.curve.empty()) dev.curve.push_back({t, dev.curve.back()[1], dev.curve.back()[2]});
-      dev.curve.push_back({t, r.total_allocated, r.total_reserved});
-      // The plugin's peaks start at 0 and keep the max of "Total Allocated".
-      const auto allocated = static_cast<std::int64_t>(std::llround(r.total_allocated));
-      const auto reserved = static_cast<std::int64_t>(std::llround(r.total_reserved));
-      if (!dev.peak_time_us) {
-        dev.peak_time_us = t;
-        dev.peak_allocated_bytes = std::max<std::int64_t>(0, allocated);
-      } else if (allocated > dev.peak_allocated_bytes) {
-        dev.peak_time_us = t;
-        dev.peak_allocated_bytes = allocated;
-      }
-      dev.peak_reserved_bytes = std::max(dev.peak_reserved_bytes, reserved);
-    }
-  }
+  build_curves(records, result.first_ts, device_of);
 
   // §9.4 events table.
   {
@@ -413,21 +459,443 @@ memory_result compute_memory(const trace_model& model, const op_trees& trees,
   }
 
   for (auto& [name, dev] : devices) {
-    if (name.rfind("GPU", 0) == 0) {
-      const auto id = std::strtoll(name.c_str() + 3, nullptr, 10);
-      if (id >= 0 && static_cast<std::size_t>(id) < model.devices.size() &&
-          model.devices[static_cast<std::size_t>(id)].has_total_global_mem) {
-        dev.capacity_bytes = model.devices[static_cast<std::size_t>(id)].total_global_mem;
-      }
-    }
+    dev.capacity_bytes = device_capacity(model, name);
     result.devices.push_back(std::move(dev));
   }
-  for (const memory_device& d : result.devices) {
-    if (d.device.rfind("GPU", 0) == 0) {
-      result.default_device = d.device;
-      break;
+  set_default_device(result);
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// memory_index: the range-independent part, and the ranged tables from it.
+
+namespace {
+
+constexpr std::uint32_t npos32 = std::numeric_limits<std::uint32_t>::max();
+
+/// One tree node the statistics walk can visit, in the walk's pre-order. Sub-trees are
+/// contiguous: [own index, skip) (a node reached twice through the §3.6 quirk appears twice).
+struct walk_entry {
+  double start = 0;
+  double end = 0;
+  std::uint32_t skip = 0;       ///< index past this entry's sub-tree
+  std::uint32_t name = npos32;  ///< operator name id (index into data::names); npos32 = not an operator
+  /// This operator's records: [rec_begin, next entry's rec_begin) of data::node_rec_* (records
+  /// are stored per entry, in entry order; a final sentinel entry closes the last range).
+  std::uint32_t rec_begin = 0;
+  bool processed = false;       ///< entered by the attribution walk (the walk descends only then)
+};
+
+}  // namespace
+
+struct memory_index::data {
+  /// Records with NaN times (or too many of anything for 32-bit indices): the binary searches
+  /// would be wrong, so compute_memory_range() falls back to compute_memory().
+  bool fallback = false;
+  bool present = false;
+  double first_ts = 0;
+  memory_counts counts;  ///< the range-independent counts
+
+  std::vector<std::uint32_t> device_order;  ///< device indices sorted by name
+  std::vector<memory_device> base;          ///< per device index: name, curve, peaks, capacity
+
+  // The records with an address (the events table's), in time order (§9.1).
+  std::vector<double> ts;
+  std::vector<std::uint32_t> device;
+  std::vector<std::int64_t> bytes;
+  std::vector<std::uint64_t> addr;
+  /// Previous / next record at the same address; npos32 = none.
+  std::vector<std::uint32_t> prev;
+  std::vector<std::uint32_t> next;
+  std::vector<std::uint32_t> text;  ///< operator_text() id
+  std::vector<std::string> texts;
+
+  // The statistics walk (§9.5).
+  std::vector<std::string> names;  ///< operator names, sorted (the statistics table's order)
+  std::vector<walk_entry> entries;  ///< + a sentinel at the end (rec_begin only)
+  std::vector<double> node_rec_ts;
+  std::vector<std::uint32_t> node_rec_device;
+  std::vector<std::int64_t> node_rec_bytes;
+
+  std::size_t device_count() const noexcept { return base.size(); }
+  bool is_allocation(std::uint32_t i) const noexcept { return bytes[i] > 0; }
+};
+
+memory_index::memory_index() = default;
+memory_index::~memory_index() = default;
+memory_index::memory_index(memory_index&&) noexcept = default;
+memory_index& memory_index::operator=(memory_index&&) noexcept = default;
+
+bool memory_index::present() const noexcept { return d_ && d_->present; }
+
+std::size_t memory_index::memory_bytes() const noexcept {
+  if (!d_) return 0;
+  const data& x = *d_;
+  const auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t n = sizeof(data) + cap(x.ts) + cap(x.device) + cap(x.bytes) + cap(x.addr) +
+                  cap(x.prev) + cap(x.next) + cap(x.text) + cap(x.entries) + cap(x.node_rec_ts) +
+                  cap(x.node_rec_device) + cap(x.node_rec_bytes);
+  for (const memory_device& d : x.base) n += cap(d.curve);
+  for (const std::string& t : x.texts) n += sizeof t + t.capacity();
+  for (const std::string& t : x.names) n += sizeof t + t.capacity();
+  return n;
+}
+
+memory_index build_memory_index(const trace_model& model, const op_trees& trees) {
+  memory_index index;
+  index.d_ = std::make_unique<memory_index::data>();
+  memory_index::data& x = *index.d_;
+  prepared prep = prepare(model, trees);
+  const std::vector<record>& records = prep.records;
+  x.counts = prep.counts;
+  x.present = !records.empty() || x.counts.unknown_device_records > 0;
+  x.first_ts = profiler_start_ts(model);
+
+  if (records.size() >= npos32 || trees.nodes.size() >= npos32 ||
+      std::any_of(records.begin(), records.end(), [](const record& r) { return std::isnan(r.ts); })) {
+    x.fallback = true;
+    return index;
+  }
+
+  // Devices, curves and peaks.
+  const std::size_t device_count = prep.device_names.size();
+  x.base.resize(device_count);
+  for (std::size_t d = 0; d < device_count; ++d) {
+    x.base[d].device = prep.device_names[d];
+    x.base[d].capacity_bytes = device_capacity(model, prep.device_names[d]);
+    x.device_order.push_back(static_cast<std::uint32_t>(d));
+  }
+  std::sort(x.device_order.begin(), x.device_order.end(),
+            [&](std::uint32_t a, std::uint32_t b) { return prep.device_names[a] < prep.device_names[b]; });
+  build_curves(records, x.first_ts, [&](std::uint32_t d) -> memory_device& { return x.base[d]; });
+
+  // The records with an address, their neighbours at the same address and their operator text.
+  std::size_t with_addr = 0;
+  for (const record& r : records) with_addr += r.has_addr ? 1 : 0;
+  x.ts.reserve(with_addr);
+  x.device.reserve(with_addr);
+  x.bytes.reserve(with_addr);
+  x.addr.reserve(with_addr);
+  x.prev.reserve(with_addr);
+  x.next.reserve(with_addr);
+  x.text.reserve(with_addr);
+  std::unordered_map<std::uint64_t, std::uint32_t> last_at;
+  std::unordered_map<std::string, std::uint32_t> text_ids;
+  for (const record& r : records) {
+    if (!r.has_addr) continue;
+    const auto i = static_cast<std::uint32_t>(x.ts.size());
+    x.ts.push_back(r.ts);
+    x.device.push_back(r.device);
+    x.bytes.push_back(r.bytes);
+    x.addr.push_back(r.addr);
+    x.prev.push_back(npos32);
+    x.next.push_back(npos32);
+    auto [it, inserted] = last_at.try_emplace(r.addr, i);
+    if (!inserted) {
+      x.prev[i] = it->second;
+      x.next[it->second] = i;
+      it->second = i;
+    }
+    auto [t, new_text] = text_ids.try_emplace(operator_text(r), static_cast<std::uint32_t>(x.texts.size()));
+    if (new_text) x.texts.push_back(t->first);
+    x.text.push_back(t->second);
+  }
+
+  // Operator names, sorted as the statistics table is.
+  std::unordered_map<std::string_view, std::uint32_t> name_ids;
+  {
+    for (std::uint32_t i = 0; i < trees.nodes.size(); ++i)
+      if (trees.is_operator(i)) name_ids.try_emplace(trees.nodes[i].name, 0);
+    std::vector<std::string_view> names;
+    names.reserve(name_ids.size());
+    for (const auto& entry : name_ids) names.push_back(entry.first);
+    std::sort(names.begin(), names.end());
+    for (std::size_t k = 0; k < names.size(); ++k) name_ids[names[k]] = static_cast<std::uint32_t>(k);
+    x.names.assign(names.begin(), names.end());
+  }
+  const auto name_id = [&](std::string_view name) { return name_ids.at(name); };
+
+  // The statistics walk without a range, flattened: every node stats_walk::visit() reaches.
+  {
+    struct open_node {
+      std::uint32_t node;
+      std::size_t child;
+      std::size_t entry;
+    };
+    std::vector<open_node> stack;
+    const auto emit = [&](std::uint32_t node) {
+      const op_node& nd = trees.nodes[node];
+      walk_entry e;
+      e.start = nd.start;
+      e.end = nd.end;
+      e.processed = prep.processed[node] != 0;
+      e.rec_begin = static_cast<std::uint32_t>(x.node_rec_ts.size());
+      if (trees.is_operator(node)) {
+        e.name = name_id(nd.name);
+        for (const std::size_t i : prep.node_records[node]) {
+          x.node_rec_ts.push_back(records[i].ts);
+          x.node_rec_device.push_back(records[i].device);
+          x.node_rec_bytes.push_back(records[i].bytes);
+        }
+        if (x.node_rec_ts.size() >= npos32) throw std::length_error("memory_index: too many records");
+      }
+      const std::size_t at = x.entries.size();
+      if (at + 1 >= npos32) throw std::length_error("memory_index: too many tree nodes");
+      x.entries.push_back(e);
+      if (e.processed) {
+        stack.push_back({node, 0, at});
+      } else {
+        x.entries[at].skip = static_cast<std::uint32_t>(at + 1);
+      }
+    };
+    try {
+      for (const thread_tree& t : trees.threads) {
+        if (t.root == no_index) continue;
+        for (const std::uint32_t c : trees.nodes[t.root].children) {
+          emit(c);
+          while (!stack.empty()) {
+            open_node& top = stack.back();
+            const std::vector<std::uint32_t>& children = trees.nodes[top.node].children;
+            if (top.child < children.size()) {
+              emit(children[top.child++]);  // may reallocate `stack`: `top` is not used after
+            } else {
+              x.entries[top.entry].skip = static_cast<std::uint32_t>(x.entries.size());
+              stack.pop_back();
+            }
+          }
+        }
+      }
+      walk_entry sentinel;
+      sentinel.rec_begin = static_cast<std::uint32_t>(x.node_rec_ts.size());
+      x.entries.push_back(sentinel);
+    } catch (const std::length_error&) {
+      x.entries.clear();
+      x.fallback = true;
     }
   }
+  return index;
+}
+
+namespace {
+
+using device_metrics = std::vector<metrics>;  // per device
+
+/// §9.5 for [lo, hi] from the flattened walk: stats_walk::visit() without recursion, maps or
+/// strings. Fills `stats[d]` (per device index) in name order.
+void range_stats(const memory_index::data& x, double lo, double hi, std::vector<std::vector<memory_stat_row>>& stats) {
+  const std::size_t dc = x.device_count();
+  const std::size_t nc = x.names.size();
+  std::vector<std::array<std::int64_t, 6>> rows(dc * nc, std::array<std::int64_t, 6>{});
+  std::vector<std::int64_t> calls(nc, 0);
+  struct frame {
+    std::uint32_t end;
+    std::uint32_t name;
+  };
+  std::vector<frame> stack;
+  std::vector<metrics> self;   // dc per frame
+  std::vector<metrics> total;  // dc per frame
+
+  const auto close = [&] {
+    const frame f = stack.back();
+    const std::size_t base = (stack.size() - 1) * dc;
+    if (f.name != npos32) {
+      for (std::size_t d = 0; d < dc; ++d) {
+        const metrics& s = self[base + d];
+        const metrics& t = total[base + d];
+        if (s == metrics{} && t == metrics{}) continue;
+        std::array<std::int64_t, 6>& row = rows[d * nc + f.name];
+        for (std::size_t j = 0; j < metric_count; ++j) {
+          row[j] += s[j];
+          row[j + metric_count] += t[j];
+        }
+      }
+    }
+    if (base >= dc) {
+      for (std::size_t d = 0; d < dc; ++d)
+        for (std::size_t j = 0; j < metric_count; ++j) total[base - dc + d][j] += total[base + d][j];
+    }
+    stack.pop_back();
+    self.resize(base);
+    total.resize(base);
+  };
+
+  const std::size_t count = x.entries.size() - 1;  // without the sentinel
+  for (std::size_t i = 0; i < count;) {
+    while (!stack.empty() && i >= stack.back().end) close();
+    const walk_entry& e = x.entries[i];
+    if (e.end < lo || e.start > hi) {
+      i = e.skip;
+      continue;
+    }
+    if (e.name != npos32) ++calls[e.name];
+    if (!e.processed) {
+      i = e.skip;
+      continue;
+    }
+    stack.push_back({e.skip, e.name});
+    const std::size_t base = self.size();
+    self.resize(base + dc, metrics{});
+    const std::uint32_t rec_end = x.entries[i + 1].rec_begin;
+    for (std::uint32_t k = e.rec_begin; k < rec_end; ++k) {
+      const double t = x.node_rec_ts[k];
+      if (t < lo || t > hi) continue;
+      metrics& m = self[base + x.node_rec_device[k]];
+      const std::int64_t b = x.node_rec_bytes[k];
+      m[0] += b;
+      if (b > 0) {
+        m[1] += b;
+        m[2] += 1;
+      }
+    }
+    total.insert(total.end(), self.begin() + static_cast<std::ptrdiff_t>(base), self.end());
+    ++i;
+  }
+  while (!stack.empty()) close();
+
+  for (std::size_t d = 0; d < dc; ++d) {
+    for (std::size_t k = 0; k < nc; ++k) {
+      const std::array<std::int64_t, 6>& v = rows[d * nc + k];
+      if (std::all_of(v.begin(), v.end(), [](std::int64_t y) { return y == 0; })) continue;
+      memory_stat_row row;
+      row.name = x.names[k];
+      row.calls = calls[k];
+      row.self_size_increase_bytes = v[0];
+      row.self_allocation_size_bytes = v[1];
+      row.self_allocation_count = v[2];
+      row.size_increase_bytes = v[3];
+      row.allocation_size_bytes = v[4];
+      row.allocation_count = v[5];
+      stats[d].push_back(std::move(row));
+    }
+  }
+}
+
+/// §9.4 for the records with an address [b, e) (those in range): compute_memory()'s replay,
+/// decided from the same-address neighbours. Within the slice, a free pairs with the previous record at its
+/// address when that is an allocation in the slice; an allocation whose next record at its
+/// address is an allocation in the slice is replaced (its row slot goes to that one); the last
+/// allocation of a run is unfreed when nothing follows it in the slice. `events` null: only
+/// `has_events` (per device) is filled.
+void range_events(const memory_index::data& x, std::uint32_t b, std::uint32_t e,
+                  std::vector<std::vector<memory_event_row>>* events, std::vector<char>& has_events,
+                  memory_counts& counts) {
+  const auto in_slice = [&](std::uint32_t j) { return j != npos32 && j >= b && j < e; };
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> unfreed;  // (slot position, allocation)
+  std::vector<std::uint32_t> unpaired;                            // slot -> latest unpaired free
+  std::unordered_map<std::uint64_t, std::size_t> unpaired_slot;
+  const double first_ts = x.first_ts;
+  for (std::uint32_t i = b; i < e; ++i) {
+    const std::uint32_t p = x.prev[i];
+    const bool after_allocation = in_slice(p) && x.is_allocation(p);
+    if (x.is_allocation(i)) {
+      if (after_allocation) ++counts.replaced_allocations;
+      if (in_slice(x.next[i])) continue;  // paired with a later free, or replaced
+      // Unfreed: its slot opened with the first allocation of its run in the slice.
+      std::uint32_t q = i;
+      while (in_slice(x.prev[q]) && x.is_allocation(x.prev[q])) q = x.prev[q];
+      unfreed.emplace_back(q, i);
+      continue;
+    }
+    if (after_allocation) {
+      has_events[x.device[p]] = 1;
+      if (events == nullptr) continue;
+      memory_event_row row;
+      row.op_name = x.texts[x.text[p]];
+      row.size_bytes = -x.bytes[i];
+      row.allocation_time_us = x.ts[p] - first_ts;
+      row.release_time_us = x.ts[i] - first_ts;
+      row.duration_us = x.ts[i] - x.ts[p];
+      (*events)[x.device[p]].push_back(std::move(row));
+      continue;
+    }
+    auto [it, inserted] = unpaired_slot.try_emplace(x.addr[i], unpaired.size());
+    if (inserted) {
+      unpaired.push_back(i);
+    } else {
+      unpaired[it->second] = i;
+      ++counts.repeated_frees;
+    }
+  }
+  std::sort(unfreed.begin(), unfreed.end());
+  for (const auto& [slot, i] : unfreed) {
+    has_events[x.device[i]] = 1;
+    if (events == nullptr) continue;
+    memory_event_row row;
+    row.op_name = x.texts[x.text[i]];
+    row.size_bytes = x.bytes[i];
+    row.allocation_time_us = x.ts[i] - first_ts;
+    (*events)[x.device[i]].push_back(std::move(row));
+  }
+  for (const std::uint32_t i : unpaired) {
+    has_events[x.device[i]] = 1;
+    if (events == nullptr) continue;
+    memory_event_row row;
+    row.op_name = x.texts[x.text[i]];
+    row.size_bytes = -x.bytes[i];
+    row.release_time_us = x.ts[i] - first_ts;
+    (*events)[x.device[i]].push_back(std::move(row));
+  }
+}
+
+}  // namespace
+
+memory_result compute_memory_range(const memory_index& index, const trace_model& model, const op_trees& trees,
+                                   std::pair<double, double> range, memory_parts parts) {
+  if (!index.d_ || index.d_->fallback) {
+    memory_result m = compute_memory(model, trees, range);
+    for (memory_device& d : m.devices) {
+      if (!parts.curve) d.curve.clear();
+      if (!parts.stats) d.stats.clear();
+      if (!parts.events) d.events.clear();
+    }
+    if (!parts.events) m.counts.replaced_allocations = m.counts.repeated_frees = 0;
+    return m;
+  }
+  const memory_index::data& x = *index.d_;
+  const auto [lo, hi] = range;
+  memory_result result;
+  result.present = x.present;
+  result.first_ts = x.first_ts;
+  result.counts = x.counts;
+  const std::size_t dc = x.device_count();
+
+  // A device is listed when it has a curve, statistics rows or event rows: a part not asked
+  // for is still computed (without rows) when a device without a curve depends on it.
+  const bool every_curve =
+      std::all_of(x.base.begin(), x.base.end(), [](const memory_device& d) { return !d.curve.empty(); });
+  std::vector<std::vector<memory_stat_row>> stats(dc);
+  if (parts.stats || !every_curve) range_stats(x, lo, hi, stats);
+  std::vector<std::vector<memory_event_row>> events(dc);
+  std::vector<char> has_events(dc, 0);
+  if (parts.events || !every_curve) {
+    // Records with an address in [lo, hi]: x.ts is sorted and has no NaN.
+    const auto b = static_cast<std::uint32_t>(
+        std::partition_point(x.ts.begin(), x.ts.end(), [lo = lo](double t) { return t < lo; }) - x.ts.begin());
+    const auto e = static_cast<std::uint32_t>(
+        std::partition_point(x.ts.begin(), x.ts.end(), [hi = hi](double t) { return !(t > hi); }) - x.ts.begin());
+    memory_counts range_counts;
+    range_events(x, b, std::max(b, e), parts.events ? &events : nullptr, has_events, range_counts);
+    if (parts.events) {
+      result.counts.replaced_allocations = range_counts.replaced_allocations;
+      result.counts.repeated_frees = range_counts.repeated_frees;
+    }
+  }
+
+  for (const std::uint32_t d : x.device_order) {
+    const memory_device& base = x.base[d];
+    if (base.curve.empty() && stats[d].empty() && !has_events[d]) continue;
+    memory_device dev;
+    dev.device = base.device;
+    dev.peak_allocated_bytes = base.peak_allocated_bytes;
+    dev.peak_reserved_bytes = base.peak_reserved_bytes;
+    dev.peak_time_us = base.peak_time_us;
+    dev.capacity_bytes = base.capacity_bytes;
+    if (parts.curve) dev.curve = base.curve;
+    if (parts.stats) dev.stats = std::move(stats[d]);
+    if (parts.events) dev.events = std::move(events[d]);
+    result.devices.push_back(std::move(dev));
+  }
+  set_default_device(result);
   return result;
 }
 

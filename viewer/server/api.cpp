@@ -393,7 +393,12 @@ class router {
       const auto tunit = time_unit(r_);
       return cached(pr.generation, [&] {
         const bool filter = range && pr.report.memory.present;
-        const an::memory_result ranged = filter ? an::compute_memory(pr.model, pr.trees, range) : an::memory_result{};
+        an::memory_parts parts;  // only what this route shows
+        parts.curve = false;
+        parts.stats = route == "memory";
+        parts.events = route == "memory_events";
+        const an::memory_result ranged =
+            filter ? an::compute_memory_range(pr.memory_index, pr.model, pr.trees, *range, parts) : an::memory_result{};
         const an::memory_result& m = filter ? ranged : pr.report.memory;
         return dump(route == "memory" ? payloads::memory_stats(m, unit) : payloads::memory_events(m, tunit, unit));
       });

@@ -301,6 +301,7 @@ struct store::impl {
     p->model = std::move(*r.model);
     p->trees = an::build_op_tree(p->model);
     p->report = an::compute_report(p->model, p->trees);
+    p->memory_index = an::build_memory_index(p->model, p->trees);
     p->pies = an::operator_pies_by_name(p->model, p->trees);
     p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
     p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(p->trees);

@@ -76,6 +76,8 @@ struct profile {
   analysis::trace_model model;
   analysis::op_trees trees;      ///< built from `model` (plugin defaults)
   analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
+  /// The Memory view's range-independent part: ranged /api/memory(_events) requests.
+  analysis::memory_index memory_index;
   analysis::operator_pies pies;  ///< the Operator view's four pies
   double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model)
   double eligible_op_kernel_ratio = 0;
