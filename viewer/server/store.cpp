@@ -309,6 +309,7 @@ struct store::impl {
     p->kernel_columns = an::kernel_view_metric_columns(p->model);
     try {
       p->timeline = std::make_unique<timeline>(p->model);
+      p->timeline->prepare_flows();
     } catch (const std::exception& e) {
       p->timeline_error = e.what();
     }

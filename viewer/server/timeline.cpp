@@ -795,6 +795,11 @@ timeline_stats timeline::stats() const noexcept {
   return s;
 }
 
+void timeline::prepare_flows() const {
+  const impl& d = *impl_;
+  std::call_once(d.flows_once, [&] { d.build_flow_indexes(); });
+}
+
 std::optional<std::string> timeline::event_json(std::uint32_t id) const {
   const impl& d = *impl_;
   const auto& model = d.model;

@@ -94,6 +94,10 @@ class timeline {
                           std::size_t max_slices, bool use_levels) const;
   /// `/api/timeline/event` JSON; nullopt for an unknown id.
   std::optional<std::string> event_json(std::uint32_t id) const;
+  /// Builds the flow lookup tables event_json() needs (by correlation, external id, fwdbwd).
+  /// event_json() builds them on first use; the server calls this after loading so the first
+  /// click on a slice does not pay for it (~50 ms on a 1 GB trace). Idempotent, thread-safe.
+  void prepare_flows() const;
   /// `/api/timeline/search` JSON.
   std::string search_json(std::string_view query, std::size_t limit) const;
 
