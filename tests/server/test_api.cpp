@@ -136,6 +136,19 @@ struct fixture {
       w.add_scalars(1, {{"loss", 2.5f}, {"lr", 0.125f}}, 1700000000.5);
       w.add_scalars(2, {{"loss", 1.5f}}, 1700000001.5);
     }
+    {
+      // An event file whose last record has a corrupted payload (its data CRC no longer matches).
+      std::string path;
+      {
+        kinetoscope::event_file_writer w((dir.path / "diff_test").string());
+        w.add_scalars(1, {{"loss", 3.5f}}, 1700000002.5);
+        w.add_scalars(2, {{"loss", 0.5f}}, 1700000003.5);
+        path = w.path();
+      }
+      std::string bytes = read_file(path);
+      bytes[bytes.size() - 6] = static_cast<char>(bytes[bytes.size() - 6] ^ 0x5a);
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    }
     store_options o;
     o.logdir = dir.path.string();
     o.reload_interval_s = 0;
@@ -614,7 +627,17 @@ TEST_CASE("api: module, recommendations, diagnostics, scalars") {
   CHECK(sc["errors"] == json::array());
   CHECK(sc["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5], [2, 1.5, 1700000001.5]]"));
   CHECK(sc["tags"]["lr"] == json::parse("[[1, 0.125, 1700000000.5]]"));
-  const json no_scalars = json::parse(R"({"tags": {}, "files": 0, "errors": []})");
+  CHECK(sc["corrupt_records"] == 0);
+  CHECK(sc["skipped_other_summaries"] == 0);
+  // A corrupt record is reported and skipped; the rest of the file is still shown.
+  const json bad = get_json(s, "scalars", {{"run", "diff_test"}});
+  CHECK(bad["files"] == 1);
+  CHECK(bad["corrupt_records"] == 1);
+  REQUIRE(bad["errors"].size() == 1);
+  CHECK(bad["errors"][0].get<std::string>().find("events.out.tfevents.") == 0);
+  CHECK(bad["tags"]["loss"] == json::parse("[[1, 3.5, 1700000002.5]]"));
+  const json no_scalars = json::parse(
+      R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0})");
   CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
 }
 

@@ -315,6 +315,7 @@ class router {
     ojson tags = ojson::object();
     ojson errors = ojson::array();
     std::size_t count = 0;
+    std::uint64_t skipped = 0, corrupt = 0;
     std::map<std::string, ojson> series;
     for (const auto& file : find_event_files(*dir)) {
       if (fs::path(file).parent_path() != fs::path(*dir)) continue;  // a nested run's files
@@ -327,12 +328,18 @@ class router {
           for (const auto& pt : points) list.push_back({pt.step, static_cast<double>(pt.value), pt.wall_time});
         }
         for (const auto& e : c.errors) errors.push_back(fs::path(file).filename().string() + ": " + e);
+        skipped += c.skipped_other_summaries;
+        corrupt += c.corrupt_records;
       } catch (const std::exception& e) {
         errors.push_back(fs::path(file).filename().string() + ": " + e.what());
       }
     }
     for (auto& [tag, list] : series) tags[tag] = std::move(list);
-    return json_ok(dump({{"tags", std::move(tags)}, {"files", count}, {"errors", std::move(errors)}}));
+    return json_ok(dump({{"tags", std::move(tags)},
+                         {"files", count},
+                         {"errors", std::move(errors)},
+                         {"skipped_other_summaries", skipped},
+                         {"corrupt_records", corrupt}}));
   }
 
   std::shared_ptr<const profile> find_profile(const char* run_key, const char* worker_key, const char* span_key) {

@@ -14,7 +14,7 @@ import * as memory from './views/memory.js';
 import * as module from './views/module.js';
 import * as recommendations from './views/recommendations.js';
 import * as diff from './views/diff.js';
-import { renderRunScalars } from './views/scalars.js';
+import * as scalars from './views/scalars.js';
 
 const VIEWS = {
   Overview: overview,
@@ -26,9 +26,11 @@ const VIEWS = {
   Module: module,
   Lightning: module,
   Recommendations: recommendations,
+  Scalars: scalars,
 };
 const LABELS = { Kernel: 'GPU Kernel' };
 const RECOMMENDATIONS = 'Recommendations';
+const SCALARS = 'Scalars';  // the run's TensorBoard scalars, offered when the run has event files
 const SELECTION_KEYS = ['tab', 'run', 'view', 'worker', 'span', 'exp_run', 'exp_worker', 'exp_span'];
 
 // ---------------------------------------------------------------------------------------------
@@ -274,14 +276,17 @@ async function cascade(pref) {
   state.sel.run = run;
   updateRunScalars(run);
   try {
-    const views = [...await apiGet('views', { run }), RECOMMENDATIONS];
+    const [runViews, runScalars] = await Promise.all([
+      apiGet('views', { run }), apiGet('scalars', { run }).catch(() => null)]);
     if (stale()) return;
+    const views = [...runViews, RECOMMENDATIONS];
+    if (runScalars && Object.keys(runScalars.tags || {}).length) views.push(SCALARS);
     const view = views.includes(pref.view) ? pref.view : views[0];
     fillSelect(viewSelect, views, view, (v) => LABELS[v] || v);
     if (view !== state.sel.view) state.extra = view === pref.view ? state.extra : {};
     state.sel.view = view;
 
-    const workerView = view === RECOMMENDATIONS ? 'Overview' : view;
+    const workerView = view === RECOMMENDATIONS || view === SCALARS ? 'Overview' : view;
     const workers = await apiGet('workers', { run, view: workerView });
     if (stale()) return;
     const worker = workers.includes(pref.worker) ? pref.worker : workers[0] ?? null;
@@ -316,7 +321,7 @@ function updateRunScalars(run) {
   const el = h('div');
   scalarsBox.append(el);
   Promise.resolve()
-    .then(() => renderRunScalars(el, { ...makeCtx({ run, worker: null, span: null, view: null }) }))
+    .then(() => scalars.renderRunScalars(el, { ...makeCtx({ run, worker: null, span: null, view: null }) }))
     .catch((e) => { el.textContent = ''; el.append(h('div', { class: 'kt-muted kt-small' }, `Scalars: ${e.message}`)); });
 }
 

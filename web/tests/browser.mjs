@@ -475,6 +475,15 @@ async function main() {
       return n > 0 ? n : null;
     }, null);
     check(sparks === tags.length, `Scalars: ${tags.length} sparklines for cnn (${sparks})`);
+    // "Open as a page": the Scalars view, one line chart per tag.
+    await page.click('.sc-side summary');
+    await page.click('.sc-open');
+    const cards = await waitFor(page, () => {
+      const n = document.querySelectorAll('.sc-card').length;
+      return n > 0 && /view=Scalars/.test(location.hash) ? n : null;
+    }, null);
+    check(cards === tags.length, `Scalars page: ${tags.length} charts for cnn (${cards})`);
+    await shot(page, opts.out, 'scalars.png');
 
     // --- A shared link restores the same view in a fresh page.
     await open(opSel);

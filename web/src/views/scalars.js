@@ -4,13 +4,7 @@
 // (render), step on x.
 import './scalars.css';
 import { sparkline, lineChart } from '../components/charts.js';
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+import { h } from '../components/dom.js';
 
 /// Formats a scalar for a label: integers as is, others with 4 significant digits.
 export function formatScalar(v) {
@@ -52,6 +46,22 @@ export async function renderRunScalars(el, ctx) {
   const box = h('details', 'sc-side');
   box.open = series.length <= 4;
   box.appendChild(h('summary', 'sc-side-title', `Scalars (${series.length})`));
+  // Corrupt records are skipped by the reader; say so instead of hiding it.
+  const errors = (payload && payload.errors) || [];
+  if (errors.length) {
+    const e = h('div', 'sc-errors', `${errors.length} problem(s) reading event files: ${errors[0]}`);
+    e.title = errors.join('\n');
+    box.appendChild(e);
+  }
+  if (payload && payload.skipped_other_summaries > 0) {
+    box.appendChild(h('div', 'sc-note', `${payload.skipped_other_summaries} non-scalar summaries skipped`));
+  }
+  if (ctx.navigate) {
+    const open = h('a', 'sc-open', 'Open as a page');
+    open.href = '#';
+    open.addEventListener('click', (ev) => { ev.preventDefault(); ctx.navigate({ view: 'Scalars' }); });
+    box.appendChild(open);
+  }
   for (const s of series) {
     const item = h('div', 'sc-item');
     item.title = `${s.tag}: ${s.y.length} points, last at step ${s.x[s.x.length - 1]}`;
