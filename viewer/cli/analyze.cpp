@@ -25,6 +25,7 @@
 #include "analysis/overview.hpp"
 #include "analysis/recommendations.hpp"
 #include "analysis/report.hpp"
+#include "server/payloads.hpp"
 
 namespace kinetoscope::cli {
 namespace {
@@ -369,33 +370,6 @@ an::distributed_result distributed_of(const chosen& c, const an::op_tree_options
   return an::compute_distributed(in, options);
 }
 
-ojson diagnostics_json(const an::trace_model& model, const an::op_trees& trees, double load_seconds,
-                       std::uint64_t file_bytes) {
-  ojson j;
-  j["events_by_category"] = model.diagnostics.events_by_category;
-  j["warnings"] = model.diagnostics.warnings;
-  j["messages"] = model.diagnostics.messages;
-  const an::attribution_stats& st = trees.stats;
-  ojson attribution;
-  attribution["kernels"] = st.kernels;
-  attribution["kernels_attributed_to_operators"] = st.kernels_attributed;
-  attribution["kernels_by_time_fallback"] = st.kernels_by_fallback;
-  attribution["runtimes"] = st.runtimes;
-  attribution["runtimes_matched_by_id"] = st.runtimes_matched;
-  attribution["runtimes_zero_id"] = st.runtimes_zero_id;
-  attribution["runtimes_dropped"] = st.runtimes_dropped;
-  attribution["runtimes_id_equals_correlation"] = st.runtimes_id_equals_correlation;
-  attribution["stale_kernels"] = st.stale_kernels;
-  attribution["nodes_dropped_intersecting"] = st.nodes_dropped_intersecting;
-  attribution["kernel_attribution_ratio"] =
-      st.kernels == 0 ? 1.0 : static_cast<double>(st.kernels_attributed) / static_cast<double>(st.kernels);
-  attribution["message"] = st.message;
-  j["attribution"] = attribution;
-  j["load_seconds"] = load_seconds;
-  j["file_bytes"] = file_bytes;
-  return j;
-}
-
 // ---- CSV and tables ------------------------------------------------------------------------
 
 std::string csv_cell(const std::string& s) {
@@ -581,7 +555,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     if (wants("diagnostics")) {
       std::error_code ec;
       const auto bytes = static_cast<std::uint64_t>(fs::file_size(c.path, ec));
-      doc["diagnostics"] = diagnostics_json(model, trees, load_seconds, ec ? 0 : bytes);
+      doc["diagnostics"] = server::payloads::diagnostics(model, trees, load_seconds, ec ? 0 : bytes);
     }
 
     if (a.json) {

@@ -578,9 +578,11 @@ ojson recommendations(const profile& p) {
   return out;
 }
 
-ojson diagnostics(const profile& p) {
-  const an::trace_model& model = p.model;
-  const an::attribution_stats& st = p.trees.stats;
+ojson diagnostics(const profile& p) { return diagnostics(p.model, p.trees, p.load_seconds, p.file_bytes); }
+
+ojson diagnostics(const an::trace_model& model, const an::op_trees& trees, double load_seconds,
+                  std::uint64_t file_bytes) {
+  const an::attribution_stats& st = trees.stats;
   ojson j;
   j["events_by_category"] = model.diagnostics.events_by_category;
   j["warnings"] = model.diagnostics.warnings;
@@ -600,8 +602,8 @@ ojson diagnostics(const profile& p) {
       st.kernels == 0 ? 1.0 : static_cast<double>(st.kernels_attributed) / static_cast<double>(st.kernels);
   a["message"] = st.message;
   j["attribution"] = std::move(a);
-  j["load_seconds"] = p.load_seconds;
-  j["file_bytes"] = p.file_bytes;
+  j["load_seconds"] = load_seconds;
+  j["file_bytes"] = file_bytes;
   return j;
 }
 

@@ -82,5 +82,8 @@ ojson recommendations(const profile& p);
 
 /// `/api/diagnostics`: as `kinetoscope analyze --view diagnostics --json`.
 ojson diagnostics(const profile& p);
+/// The same from a model and its trees (`kinetoscope analyze --view diagnostics`).
+ojson diagnostics(const analysis::trace_model& model, const analysis::op_trees& trees, double load_seconds,
+                  std::uint64_t file_bytes);
 
 }  // namespace kinetoscope::server::payloads

@@ -6,27 +6,13 @@
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './charts.css';
+import { h as el, svg } from './dom.js';
 
 /// The palette every chart uses, in series order (colour-blind friendly first entries).
 export const colors = [
   '#3366cc', '#dc3912', '#ff9900', '#109618', '#990099', '#0099c6', '#dd4477', '#66aa00',
   '#b82e2e', '#316395', '#994499', '#22aa99', '#aaaa11', '#6633cc', '#e67300', '#8b0707',
 ];
-
-const SVG = 'http://www.w3.org/2000/svg';
-
-function svg(tag, attrs = {}) {
-  const e = document.createElementNS(SVG, tag);
-  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, String(v));
-  return e;
-}
-
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function fmt(v) {
   if (typeof v !== 'number' || !Number.isFinite(v)) return String(v);

@@ -1,13 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Small form controls shared by the views (Top-N radio, element helper).
+// Small form controls shared by the views (Top-N radio).
+import { h } from './dom.js';
 
-/// Creates an element with an optional class name and text.
-export function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+export { h };
 
 let radioGroup = 0;
 

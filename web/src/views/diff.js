@@ -6,8 +6,7 @@
 import './diff.css';
 import { createTable } from '../components/table.js';
 import { lineChart, colors } from '../components/charts.js';
-
-const SVG_NS = 'http://www.w3.org/2000/svg';
+import { h, svg, titledCard as card } from '../components/dom.js';
 
 const GROUPS = [
   { id: 'host', title: 'Host Duration', key: 'host_duration' },
@@ -15,28 +14,6 @@ const GROUPS = [
   { id: 'device', title: 'Device Duration', key: 'device_duration' },
   { id: 'self_device', title: 'Self Device Duration', key: 'self_device_duration' },
 ];
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-function svg(tag, attrs) {
-  const e = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
-  return e;
-}
-
-function card(title) {
-  const c = h('section', 'kt-card');
-  const head = h('div', 'kt-card-title ks-head');
-  head.appendChild(h('span', 'ks-title', title));
-  const body = h('div', 'ks-body');
-  c.append(head, body);
-  return { card: c, head, body };
-}
 
 const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const fmt = (v) => {

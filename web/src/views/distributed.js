@@ -5,22 +5,7 @@
 import './distributed.css';
 import { createTable } from '../components/table.js';
 import { stackedColumns } from '../components/charts.js';
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-function card(title, extraClass) {
-  const c = h('section', `kt-card ${extraClass || ''}`.trim());
-  const head = h('div', 'kt-card-title ks-head');
-  head.appendChild(h('span', 'ks-title', title));
-  const body = h('div', 'ks-body');
-  c.append(head, body);
-  return { card: c, head, body };
-}
+import { h, titledCard as card } from '../components/dom.js';
 
 /// A labelled select; returns the <select>.
 function labelledSelect(parent, text, values, value) {

@@ -4,26 +4,9 @@
 import './memory.css';
 import { createTable } from '../components/table.js';
 import { lineChart } from '../components/charts.js';
+import { h, titledCard as card } from '../components/dom.js';
 
 const EMPTY_MESSAGE = 'This profile has no memory events (record with profile_memory=True)';
-
-/// Creates an element with a class and optional text.
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-/// A titled card; returns {card, body, head}.
-function card(title) {
-  const c = h('section', 'kt-card');
-  const head = h('div', 'kt-card-title ks-head');
-  head.appendChild(h('span', 'ks-title', title));
-  const body = h('div', 'ks-body');
-  c.append(head, body);
-  return { card: c, head, body };
-}
 
 /// Table columns from a plugin column list ([{name, type, tooltip}]); keys are c0, c1, ...
 function tableColumns(cols) {

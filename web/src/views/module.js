@@ -4,31 +4,9 @@
 import './module.css';
 import { createTable } from '../components/table.js';
 import { colors } from '../components/charts.js';
+import { h, svg, titledCard as card } from '../components/dom.js';
 
-const SVG_NS = 'http://www.w3.org/2000/svg';
 const LEVEL_PX = 25;
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
-
-function svg(tag, attrs) {
-  const e = document.createElementNS(SVG_NS, tag);
-  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
-  return e;
-}
-
-function card(title) {
-  const c = h('section', 'kt-card');
-  const head = h('div', 'kt-card-title ks-head');
-  head.appendChild(h('span', 'ks-title', title));
-  const body = h('div', 'ks-body');
-  c.append(head, body);
-  return { card: c, head, body };
-}
 
 const fmt = (v) => (typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(2)) : v);
 const value = (n) => Math.max(0, Number(n.avg_duration) || 0);

@@ -4,18 +4,12 @@
 import { createTable } from '../components/table.js';
 import { donut, stackedColumns } from '../components/charts.js';
 import './overview.css';
+import { h } from '../components/dom.js';
 
 const STEP_HELP = 'Kernel: GPU kernel execution time.\nMemcpy: GPU memory copy time.\n' +
   'Memset: GPU memory set time.\nCommunication: communication time.\nRuntime: CUDA runtime time on the host ' +
   '(e.g. cudaLaunchKernel).\nDataLoader: data loading time in the DataLoader.\nCPU Exec: host compute time, ' +
   'including every PyTorch operator.\nOther: the time not included in any of the above.';
-
-function h(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function card(title, help) {
   const c = h('section', 'kt-card');
