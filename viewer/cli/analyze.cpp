@@ -213,9 +213,9 @@ ojson operator_json(const an::operator_row& r, bool with_shape) {
   return j;
 }
 
-ojson kernel_json(const an::kernel_row& k) {
-  ojson j;
-  j["name"] = k.name;
+/// The duration and occupancy columns both kernel groupings share, in their output order.
+template <typename Row>
+void add_kernel_stats(ojson& j, const Row& k) {
   j["calls"] = k.calls;
   j["total_us"] = k.total_us;
   j["mean_us"] = k.mean_us;
@@ -224,6 +224,12 @@ ojson kernel_json(const an::kernel_row& k) {
   j["blocks_per_sm"] = k.blocks_per_sm;
   j["occupancy_pct"] = k.occupancy_pct;
   j["tensor_cores_used"] = k.tensor_cores_used;
+}
+
+ojson kernel_json(const an::kernel_row& k) {
+  ojson j;
+  j["name"] = k.name;
+  add_kernel_stats(j, k);
   return j;
 }
 
@@ -235,14 +241,7 @@ ojson kernel_op_json(const an::kernel_op_row& k) {
   j["block"] = k.block;
   j["registers_per_thread"] = k.registers_per_thread;
   j["shared_memory"] = k.shared_memory;
-  j["calls"] = k.calls;
-  j["total_us"] = k.total_us;
-  j["mean_us"] = k.mean_us;
-  j["max_us"] = k.max_us;
-  j["min_us"] = k.min_us;
-  j["blocks_per_sm"] = k.blocks_per_sm;
-  j["occupancy_pct"] = k.occupancy_pct;
-  j["tensor_cores_used"] = k.tensor_cores_used;
+  add_kernel_stats(j, k);
   return j;
 }
 

@@ -50,3 +50,18 @@ export function topNControl({ allLabel, topLabel, max, value, onChange }) {
   num.addEventListener('input', () => { top.checked = true; fire(); });
   return { element: root, value: () => Math.max(0, current()) };
 }
+
+/// The "Group By" select of the Operator and Kernel views: `groups` = [{value, label}].
+/// Returns {label, select}; the caller listens to the select's change event.
+export function groupBySelect(groups, value) {
+  const select = h('select');
+  for (const g of groups) {
+    const o = h('option', '', g.label);
+    o.value = g.value;
+    select.append(o);
+  }
+  select.value = value;
+  const label = h('label', '', 'Group By');
+  label.append(select);
+  return { label, select };
+}

@@ -4,7 +4,7 @@
 // grouped by properties, an operator-name search; the generic table from columns/rows.
 import { createTable } from '../components/table.js';
 import { donut } from '../components/charts.js';
-import { topNControl, h } from '../components/controls.js';
+import { topNControl, groupBySelect, h } from '../components/controls.js';
 
 const GROUPS = [
   { value: 'Kernel', label: 'Kernel Name' },
@@ -78,15 +78,7 @@ export async function render(el, ctx) {
   const tableCard = h('section', 'kt-card');
   tableCard.append(h('h2', 'kt-card-title', 'Kernels'));
   const controls = h('div', 'kt-controls');
-  const select = h('select');
-  for (const g of GROUPS) {
-    const o = h('option', '', g.label);
-    o.value = g.value;
-    select.append(o);
-  }
-  select.value = groupBy;
-  const lab = h('label', '', 'Group By');
-  lab.append(select);
+  const { label: lab, select } = groupBySelect(GROUPS, groupBy);
   let nameQuery = '';
   let opQuery = '';
   const nameSearch = searchBox('Search by Kernel Name', (q) => { nameQuery = q; applyFilter(); });

@@ -4,7 +4,7 @@
 // and per-row call stacks (/api/operation/stack) with their frames.
 import { createTable } from '../components/table.js';
 import { donut } from '../components/charts.js';
-import { topNControl, h } from '../components/controls.js';
+import { topNControl, groupBySelect, h } from '../components/controls.js';
 
 const GROUPS = [
   { value: 'Operation', label: 'Operator' },
@@ -113,15 +113,7 @@ export async function render(el, ctx) {
   const tableCard = h('section', 'kt-card');
   tableCard.append(h('h2', 'kt-card-title', 'Operator View'));
   const controls = h('div', 'kt-controls');
-  const select = h('select');
-  for (const g of GROUPS) {
-    const o = h('option', '', g.label);
-    o.value = g.value;
-    select.append(o);
-  }
-  select.value = groupBy;
-  const lab = h('label', '', 'Group By');
-  lab.append(select);
+  const { label: lab, select } = groupBySelect(GROUPS, groupBy);
   controls.append(lab);
   tableCard.append(controls);
   const tableBox = h('div');
