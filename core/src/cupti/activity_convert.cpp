@@ -166,25 +166,29 @@ void activity_converter::add(const CUpti_Activity* record) {
   }
 }
 
-void activity_converter::fill_common(gpu_activity& g, std::uint64_t start, std::uint64_t end,
-                                     std::uint32_t device, std::uint32_t context,
-                                     std::uint32_t stream, std::uint32_t correlation) {
+gpu_activity* activity_converter::begin_gpu(gpu_kind kind, std::uint64_t start, std::uint64_t end,
+                                           std::uint32_t device, std::uint32_t context,
+                                           std::uint32_t stream, std::uint32_t correlation) {
+  if (!inside(start, end)) {
+    ++outside_window_;
+    return nullptr;
+  }
+  gpu_activity& g = out_.gpu.emplace_back();
+  g.kind = kind;
   g.start_ns = clock_.to_unix_ns(start);
   g.end_ns = clock_.to_unix_ns(end);
   g.device = static_cast<std::int32_t>(device);
   g.context = context;
   g.stream = stream;
   g.correlation = correlation;
+  return &g;
 }
 
 void activity_converter::add_kernel(const CUpti_ActivityKernel10& k) {
-  if (!inside(k.start, k.end)) {
-    ++outside_window_;
-    return;
-  }
-  gpu_activity g;
-  g.kind = gpu_kind::kernel;
-  fill_common(g, k.start, k.end, k.deviceId, k.contextId, k.streamId, k.correlationId);
+  gpu_activity* out = begin_gpu(gpu_kind::kernel, k.start, k.end, k.deviceId, k.contextId,
+                                k.streamId, k.correlationId);
+  if (out == nullptr) return;
+  gpu_activity& g = *out;
   g.name = intern(kernel_name(k.name));
   g.grid[0] = k.gridX;
   g.grid[1] = k.gridY;
@@ -204,33 +208,22 @@ void activity_converter::add_kernel(const CUpti_ActivityKernel10& k) {
                                   k.dynamicSharedMemory, static_cast<std::int32_t>(threads)};
     g.occupancy_pct = estimated_occupancy_pct(d, launch, g.blocks_per_sm);
   }
-  out_.gpu.push_back(g);
 }
 
 void activity_converter::add_memcpy(const CUpti_ActivityMemcpy6& m) {
-  if (!inside(m.start, m.end)) {
-    ++outside_window_;
-    return;
-  }
-  gpu_activity g;
-  g.kind = gpu_kind::memcpy;
-  fill_common(g, m.start, m.end, m.deviceId, m.contextId, m.streamId, m.correlationId);
-  g.name = intern(memcpy_name(m.copyKind, m.srcKind, m.dstKind));
-  g.bytes = static_cast<std::int64_t>(m.bytes);
-  out_.gpu.push_back(g);
+  gpu_activity* g = begin_gpu(gpu_kind::memcpy, m.start, m.end, m.deviceId, m.contextId,
+                              m.streamId, m.correlationId);
+  if (g == nullptr) return;
+  g->name = intern(memcpy_name(m.copyKind, m.srcKind, m.dstKind));
+  g->bytes = static_cast<std::int64_t>(m.bytes);
 }
 
 void activity_converter::add_memset(const CUpti_ActivityMemset4& m) {
-  if (!inside(m.start, m.end)) {
-    ++outside_window_;
-    return;
-  }
-  gpu_activity g;
-  g.kind = gpu_kind::memset;
-  fill_common(g, m.start, m.end, m.deviceId, m.contextId, m.streamId, m.correlationId);
-  g.name = intern(memset_name(m.memoryKind));
-  g.bytes = static_cast<std::int64_t>(m.bytes);
-  out_.gpu.push_back(g);
+  gpu_activity* g = begin_gpu(gpu_kind::memset, m.start, m.end, m.deviceId, m.contextId,
+                              m.streamId, m.correlationId);
+  if (g == nullptr) return;
+  g->name = intern(memset_name(m.memoryKind));
+  g->bytes = static_cast<std::int64_t>(m.bytes);
 }
 
 std::uint32_t activity_converter::api_name(bool driver, std::uint32_t cbid) {

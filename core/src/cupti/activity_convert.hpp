@@ -78,8 +78,10 @@ class activity_converter {
 
  private:
   bool inside(std::uint64_t start, std::uint64_t end) const noexcept;
-  void fill_common(gpu_activity& g, std::uint64_t start, std::uint64_t end, std::uint32_t device,
-                   std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
+  /// A new activity in out_.gpu with the fields every GPU record has, or nullptr (counted)
+  /// when the record lies outside the window.
+  gpu_activity* begin_gpu(gpu_kind kind, std::uint64_t start, std::uint64_t end, std::uint32_t device,
+                          std::uint32_t context, std::uint32_t stream, std::uint32_t correlation);
   std::uint32_t api_name(bool driver, std::uint32_t cbid);
   std::uint32_t intern(std::string_view s);
 
