@@ -33,6 +33,22 @@ std::string_view strip_stream_suffix(std::string_view name) {
   return name;
 }
 
+/// Stable sort by time. CUPTI's buffers are mostly in order already (per stream), so check
+/// first; otherwise sort (time, index) keys and gather once: moving the 136-byte records in
+/// the sort itself cost three quarters of the conversion.
+template <class T, class Time>
+void sort_by_time(std::vector<T>& v, Time time) {
+  const auto earlier = [&](const T& a, const T& b) { return time(a) < time(b); };
+  if (std::is_sorted(v.begin(), v.end(), earlier)) return;
+  std::vector<std::pair<std::int64_t, std::size_t>> keys(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) keys[i] = {time(v[i]), i};
+  std::sort(keys.begin(), keys.end());  // index breaks ties: stable
+  std::vector<T> sorted;
+  sorted.reserve(v.size());
+  for (const auto& k : keys) sorted.push_back(std::move(v[k.second]));
+  v.swap(sorted);
+}
+
 bool is_device_memory(CUpti_ActivityMemoryKind kind) {
   return kind == CUPTI_ACTIVITY_MEMORY_KIND_DEVICE || kind == CUPTI_ACTIVITY_MEMORY_KIND_MANAGED;
 }
@@ -189,7 +205,9 @@ void activity_converter::add_kernel(const CUpti_ActivityKernel10& k) {
                                 k.streamId, k.correlationId);
   if (out == nullptr) return;
   gpu_activity& g = *out;
-  g.name = intern(kernel_name(k.name));
+  const auto [name, unseen] = kernel_names_.try_emplace(k.name, 0);
+  if (unseen) name->second = intern(kernel_name(k.name));
+  g.name = name->second;
   g.grid[0] = k.gridX;
   g.grid[1] = k.gridY;
   g.grid[2] = k.gridZ;
@@ -304,12 +322,9 @@ void activity_converter::finish(const caller_table& callers, std::map<int, std::
   }
   memory_.clear();
 
-  std::stable_sort(out_.memory.begin(), out_.memory.end(),
-                   [](const memory_event& a, const memory_event& b) { return a.time_ns < b.time_ns; });
-  std::stable_sort(out_.runtime.begin(), out_.runtime.end(),
-                   [](const runtime_call& a, const runtime_call& b) { return a.start_ns < b.start_ns; });
-  std::stable_sort(out_.gpu.begin(), out_.gpu.end(),
-                   [](const gpu_activity& a, const gpu_activity& b) { return a.start_ns < b.start_ns; });
+  sort_by_time(out_.memory, [](const memory_event& e) { return e.time_ns; });
+  sort_by_time(out_.runtime, [](const runtime_call& r) { return r.start_ns; });
+  sort_by_time(out_.gpu, [](const gpu_activity& g) { return g.start_ns; });
 }
 
 std::size_t parse_buffer(std::uint8_t* buffer, std::size_t valid_bytes, next_record_fn next,

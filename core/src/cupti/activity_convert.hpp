@@ -101,6 +101,9 @@ class activity_converter {
   callback_name_fn names_;
   std::unordered_map<std::uint64_t, std::uint32_t> api_names_;  // (driver << 32 | cbid) -> name
   std::unordered_map<std::string, std::uint32_t> names_by_text_;  // out_.strings, indexed
+  /// CUPTI hands every launch of a function the same name pointer (valid while the buffers of
+  /// this window are): demangle once per function, not once per launch.
+  std::unordered_map<const char*, std::uint32_t> kernel_names_;
   std::vector<pending_memory> memory_;
   std::size_t outside_window_ = 0;
   std::size_t unknown_ = 0;
