@@ -6,7 +6,9 @@
 #include <dlfcn.h>
 #include <doctest/doctest.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -15,6 +17,7 @@
 #include "analysis/kernel_view.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
+#include "clock.hpp"
 #include "cuda_backend.hpp"
 #include "cupti/activity_convert.hpp"
 #include "cupti/buffer_pool.hpp"
@@ -326,6 +329,27 @@ TEST_CASE("cupti: correlation gives calls and GPU work the External id of the en
   CHECK(d.gpu[0].external_id == 42);
   CHECK(d.gpu[1].external_id == 0);
   CHECK(d.gpu[2].external_id == 43);
+}
+
+TEST_CASE("cupti: monotonic record times land on the CPU events' Unix time line") {
+  // A CPU converter: tick 1000 is Unix 1.7e18 ns, 0.5 ns per tick, Unix - monotonic = 1.6e18.
+  const tick_converter cpu{1000, 1700000000000000000, 0.5, 1600000000000000000};
+  const window_bounds window{1000, 3000};  // Unix [1.7e18, 1.7e18 + 1000 ns]
+  const mono_time_base base = monotonic_time_base(window, cpu);
+  CHECK(base.window.start_tick == 100000000000000000ull);
+  CHECK(base.window.end_tick == 100000000000001000ull);
+  CHECK(base.clock.to_unix_ns(100000000000000250ull) == 1700000000000000250);
+  CHECK(base.clock.to_unix_ns(base.window.end_tick) == cpu.to_unix_ns(window.end_tick));
+
+  // The real calibration: a CPU tick and a monotonic read taken together agree within 50 us.
+  clock_anchor();
+  const tick_converter real = clock_calibrate();
+  timespec ts{};
+  const std::uint64_t tick = now_ticks();
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const std::int64_t mono = std::int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
+  const mono_time_base now = monotonic_time_base({tick, tick}, real);
+  CHECK(std::llabs(now.clock.to_unix_ns(static_cast<std::uint64_t>(mono)) - real.to_unix_ns(tick)) < 50000);
 }
 
 TEST_CASE("cupti: records outside the window are dropped") {

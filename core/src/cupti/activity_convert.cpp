@@ -135,6 +135,15 @@ std::string kernel_name(const char* mangled) {
   return name;
 }
 
+mono_time_base monotonic_time_base(const window_bounds& cpu_window, const tick_converter& cpu) {
+  const std::int64_t offset = cpu.unix_minus_mono_ns;
+  const std::int64_t start_unix = cpu.to_unix_ns(cpu_window.start_tick);
+  const auto start_mono = static_cast<std::uint64_t>(start_unix - offset);
+  // Referenced at the window start, so the double in to_unix_ns only holds small deltas (exact).
+  return {window_bounds{start_mono, static_cast<std::uint64_t>(cpu.to_unix_ns(cpu_window.end_tick) - offset)},
+          tick_converter{start_mono, start_unix, 1.0, offset}};
+}
+
 activity_converter::activity_converter(trace_data& out, const std::vector<occupancy_device>& devices,
                                        const window_bounds& window, const tick_converter& clock,
                                        callback_name_fn names)

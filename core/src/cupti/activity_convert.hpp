@@ -52,10 +52,19 @@ std::string memset_name(std::uint16_t memory_kind);
 /// Demangled kernel name; a kernel literally named "kernel" becomes "Kernel" (as Kineto).
 std::string kernel_name(const char* mangled);
 
+/// The window and converter for records stamped with CLOCK_MONOTONIC ns (the timestamp callback
+/// of cupti_backend.cpp): the CPU window's tick bounds mapped onto monotonic ns, and a converter
+/// that shifts monotonic ns onto the Unix epoch with `cpu`'s own offset.
+struct mono_time_base {
+  window_bounds window;
+  tick_converter clock;
+};
+mono_time_base monotonic_time_base(const window_bounds& cpu_window, const tick_converter& cpu);
+
 class activity_converter {
  public:
   /// `devices[i]` describes device id i. Records are kept when they begin and end inside
-  /// `window` (ticks of the CUPTI timestamp callback, the recorder's clock).
+  /// `window` (in the clock of the CUPTI timestamp callback; see monotonic_time_base).
   activity_converter(trace_data& out, const std::vector<occupancy_device>& devices,
                      const window_bounds& window, const tick_converter& clock,
                      callback_name_fn names);

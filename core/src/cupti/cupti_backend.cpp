@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -104,9 +105,15 @@ void CUPTIAPI buffer_completed(CUcontext context, std::uint32_t stream, std::uin
     b.dropped.fetch_add(dropped, std::memory_order_relaxed);
 }
 
-/// CUPTI stamps GPU and API records with this clock: the recorder's ticks, so that one
-/// tick_converter turns CPU and GPU times into Unix ns alike.
-std::uint64_t CUPTIAPI timestamp() { return now_ticks(); }
+/// CUPTI stamps GPU and API records with this clock. It must return nanoseconds (cupti_activity.h:
+/// CUPTI interpolates GPU timestamps onto it), so it is CLOCK_MONOTONIC, the clock the recorder's
+/// ticks are calibrated against; cuda_stop() shifts it onto the Unix epoch with the window's own
+/// monotonic-to-Unix offset, so CPU and GPU events share one time line.
+std::uint64_t CUPTIAPI timestamp() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
 
 /// On entry to a runtime/driver call: remember which op was open on this thread.
 void CUPTIAPI on_api_call(void* /*user*/, CUpti_CallbackDomain /*domain*/, CUpti_CallbackId /*cbid*/,
@@ -276,7 +283,9 @@ void cuda_stop(trace_data& out, const window_bounds& window, const tick_converte
   b.cupti->flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   b.recording.store(false, std::memory_order_relaxed);
 
-  activity_converter converter(out, b.devices, window, clock, [&b](bool driver, std::uint32_t cbid) {
+  // Records carry CLOCK_MONOTONIC ns (timestamp() above): the same Unix ns as the CPU events.
+  const mono_time_base base = monotonic_time_base(window, clock);
+  activity_converter converter(out, b.devices, base.window, base.clock, [&b](bool driver, std::uint32_t cbid) {
     const char* name = nullptr;
     const auto domain = driver ? CUPTI_CB_DOMAIN_DRIVER_API : CUPTI_CB_DOMAIN_RUNTIME_API;
     return b.cupti->get_callback_name(domain, cbid, &name) == CUPTI_SUCCESS ? name : nullptr;
