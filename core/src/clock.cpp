@@ -70,7 +70,7 @@ tick_converter clock_calibrate() noexcept {
   const std::int64_t real = clock_ns(CLOCK_REALTIME);
   const std::int64_t mono_b = clock_ns(CLOCK_MONOTONIC);
   const std::int64_t offset = real - (mono_a + (mono_b - mono_a) / 2);
-  return tick_converter{now.tick, now.mono_ns + offset, ns_per_tick};
+  return tick_converter{now.tick, now.mono_ns + offset, ns_per_tick, offset};
 }
 
 }  // namespace kinetoscope::detail

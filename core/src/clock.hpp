@@ -16,6 +16,9 @@ struct tick_converter {
   std::uint64_t ref_tick = 0;   // a tick taken together with ref_unix_ns
   std::int64_t ref_unix_ns = 0;
   double ns_per_tick = 1.0;
+  /// CLOCK_REALTIME minus CLOCK_MONOTONIC when calibrated: maps monotonic ns (CUPTI's record
+  /// clock, see cupti_backend.cpp) onto the same Unix ns as the ticks.
+  std::int64_t unix_minus_mono_ns = 0;
 
   std::int64_t to_unix_ns(std::uint64_t tick) const noexcept {
     const double delta = static_cast<double>(static_cast<std::int64_t>(tick - ref_tick));

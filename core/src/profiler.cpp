@@ -10,6 +10,7 @@
 
 #include "clock.hpp"
 #include "collector.hpp"
+#include "cuda_backend.hpp"
 #include "kinetoscope/record_function.hpp"
 #include "log.hpp"
 #include "registry.hpp"
@@ -45,8 +46,11 @@ bool is_recording(profiler_action a) {
 }  // namespace
 
 bool cuda_available() noexcept {
-  // The CUPTI backend arrives with the GPU activity issue; until then no build records CUDA.
-  return false;
+  try {
+    return detail::cuda_unavailable_reason().empty();
+  } catch (...) {
+    return false;  // out of memory while probing: report no GPU rather than terminate
+  }
 }
 
 struct profile::impl {
@@ -55,6 +59,7 @@ struct profile::impl {
   bool want_cuda = false;
   bool running = false;
   bool tracing = false;  // between start_trace and stop_trace
+  bool cuda_tracing = false;  // CUPTI records the current window
   std::int64_t step_num = 0;
   profiler_action action = profiler_action::none;
   detail::window_bounds window;
@@ -72,6 +77,8 @@ struct profile::impl {
 
   void start_trace() {
     detail::drain_all(nullptr);  // discard entries that straggled in after the last window
+    // Before the window opens: enabling CUPTI can take long the first time.
+    cuda_tracing = want_cuda && detail::cuda_start(options.profile_memory);
     window.start_tick = detail::now_ticks();
     std::uint32_t flags = 0;
     if (want_cpu) {
@@ -86,17 +93,21 @@ struct profile::impl {
 
   void stop_trace() {
     if (!tracing) return;
+    // PyTorch synchronises the device before the window ends, so queued kernels are in it.
+    if (cuda_tracing) detail::cuda_synchronize();
     detail::g_flags.store(0, std::memory_order_seq_cst);
     window.end_tick = detail::now_ticks();
     tracing = false;
     const detail::tick_converter clock = detail::clock_calibrate();
     trace_data data = detail::collect_window(window, clock, options.with_flops);
+    if (cuda_tracing) detail::cuda_stop(data, window, clock);
     data.record_shapes = options.record_shapes || options.with_flops;
     data.profile_memory = options.profile_memory;
     data.with_stack = options.with_stack;
     data.with_flops = options.with_flops;
     data.with_modules = options.with_modules;
-    data.cuda_enabled = want_cuda;
+    data.cuda_enabled = cuda_tracing;
+    cuda_tracing = false;
     data.distributed = options.distributed;
     data.metadata = metadata;
     if (options.acc_events) detail::append_window(accumulated, data);
@@ -173,15 +184,16 @@ profile::profile(profile_options options) : impl_(std::make_unique<impl>()) {
   impl_->options = std::move(options);
   bool cpu = impl_->options.activities.empty();
   bool cuda = impl_->options.activities.empty() && cuda_available();
+  bool cuda_warned = false;  // one message even if cuda is listed twice
   for (activity a : impl_->options.activities) {
     if (a == activity::cpu) cpu = true;
     if (a == activity::cuda) {
       if (cuda_available()) {
         cuda = true;
-      } else {
-        detail::log(log_level::warning,
-                    "activity cuda requested, but this build has no CUPTI backend or no GPU is "
-                    "present: recording CPU activity only");
+      } else if (!cuda_warned) {
+        detail::log(log_level::warning, "activity cuda: " + detail::cuda_unavailable_reason() +
+                                            "; recording CPU activity only");
+        cuda_warned = true;
       }
     }
   }
