@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
   }
   std::printf("  record_op with 2 tensor inputs, shapes on  : %6.2f ns/op\n", shapes);
 
-  // with_stack: up to 65 return addresses (520 bytes) per range, so fewer ranges per round.
+  // with_stack: up to 72 return addresses (576 bytes) per range, so fewer ranges per round.
   symbolizer_startup();
   for (const int depth : {0, 10, 30, 60}) stack_bench_at_depth(depth, iterations / 20, rounds, on);
   return 0;

@@ -5,6 +5,7 @@
 
 #include <libunwind.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string_view>
 
@@ -17,9 +18,9 @@ namespace kinetoscope::detail {
 // returns garbage or a single frame for code built without -fno-omit-frame-pointer (GCC's
 // default at -O2), and glibc's backtrace() costs more per frame (see ARCHITECTURE.md).
 [[gnu::noinline]] void push_stack(thread_buffer* b, std::int64_t id) noexcept {
-  // One slot more than the cap: the first address lies in this function itself; it is dropped
-  // with the other kinetoscope frames at symbolization.
-  constexpr std::size_t slots = max_stack_depth + 1;
+  // The first address lies in this function itself; it is dropped with the other kinetoscope
+  // frames at symbolization, and the result is cut to max_stack_depth frames.
+  constexpr std::size_t slots = max_stack_depth + stack_capture_slack;
   std::byte* p = b->reserve(sizeof(stack_entry) + 8 * slots);
   auto* addrs = reinterpret_cast<void**>(p + sizeof(stack_entry));
   static_assert(sizeof(void*) == 8, "stack entries store 64-bit addresses");
@@ -64,6 +65,7 @@ void stack_joiner::attach(trace_data& out,
       std::size_t begin = 0, end = frames.size();
       while (begin < end && frames[begin]->own) ++begin;
       while (end > begin && frames[end - 1]->entry) --end;
+      end = std::min(end, begin + max_stack_depth);
       seq->second.first = static_cast<std::uint32_t>(out.frames.size());
       seq->second.count = static_cast<std::uint32_t>(end - begin);
       for (std::size_t i = begin; i < end; ++i) out.frames.push_back(intern(frames[i]->text));

@@ -93,8 +93,12 @@ struct stack_entry {
   std::uint64_t count;
 };
 
-/// Most return addresses kept per range (deeper stacks keep their innermost frames).
+/// Most frames a range's stack keeps (deeper stacks keep their innermost frames).
 constexpr std::size_t max_stack_depth = 64;
+/// Return addresses captured beyond max_stack_depth: the profiler's own innermost frames
+/// (push_stack, and record_function's constructors when not inlined) are dropped at
+/// symbolization, so the user still gets max_stack_depth frames.
+constexpr std::size_t stack_capture_slack = 8;
 
 /// A block of queue memory. Written by its thread, read by the collector up to `committed`.
 struct chunk {
