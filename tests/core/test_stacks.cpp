@@ -166,6 +166,27 @@ TEST_CASE("stacks: identical stacks share frames; windows accumulate them (acc_e
   CHECK(is_frame(stacks[3][0], stack_test::line_range, "stack_test::level_1"));
 }
 
+TEST_CASE("stacks: events with the same stack share one range of trace_data::frames") {
+  profile prof({.with_stack = true});
+  prof.start();
+  // A volatile count: an unrolled loop would make three call sites with three return addresses.
+  volatile int calls = 3;
+  for (int i = 0; i < calls; ++i) stack_test::level_3();
+  stack_test::level_2();
+  prof.stop();
+  const trace_data& d = prof.last_trace();
+  std::vector<const cpu_event*> deep;
+  for (const cpu_event& e : d.events)
+    if (d.strings[e.name] == "deep") deep.push_back(&e);
+  REQUIRE(deep.size() == 4);
+  CHECK(deep[1]->first_frame == deep[0]->first_frame);
+  CHECK(deep[2]->first_frame == deep[0]->first_frame);
+  CHECK(deep[1]->frame_count == deep[0]->frame_count);
+  CHECK(deep[3]->first_frame != deep[0]->first_frame);
+  CHECK(deep[3]->frame_count == deep[0]->frame_count - 1);  // no level_3 frame
+  CHECK(d.frames.size() == std::size_t{deep[0]->frame_count} + deep[3]->frame_count);
+}
+
 TEST_CASE("stacks: group_by_stack_n separates call sites; Source Location shows the frames") {
   profile prof({.with_stack = true});
   prof.start();
