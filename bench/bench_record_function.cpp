@@ -22,11 +22,12 @@ inline void sink(int i) { asm volatile("" : : "r"(i) : "memory"); }
 
 template <class Body>
 double best_ns_per_iteration(int rounds, int iterations, Body body, bool with_profile,
-                             double* collect_ns_per_event = nullptr) {
+                             double* collect_ns_per_event = nullptr,
+                             const kinetoscope::profile_options& options = {}) {
   double best = 1e30;
   double best_collect = 1e30;
   for (int r = 0; r < rounds; ++r) {
-    kinetoscope::profile prof;
+    kinetoscope::profile prof(options);
     if (with_profile) prof.start();
     const auto t0 = clock_type::now();
     for (int i = 0; i < iterations; ++i) body(i);
@@ -39,6 +40,43 @@ double best_ns_per_iteration(int rounds, int iterations, Body body, bool with_pr
   }
   if (collect_ns_per_event != nullptr) *collect_ns_per_event = best_collect;
   return best;
+}
+
+/// with_stack at a given call depth: recurses `depth` frames, then times ranges there. Prints
+/// the per-range cost, the collection cost per event (symbolization cached after the first
+/// round) and the number of frames one range actually records.
+[[gnu::noinline]] int stack_bench_at_depth(int depth, int iterations, int rounds, double no_stack_ns) {
+  if (depth > 0) {
+    const int frames = stack_bench_at_depth(depth - 1, iterations, rounds, no_stack_ns);
+    sink(depth);  // not a tail call: every level stays a frame
+    return frames;
+  }
+  double collect = 0;
+  const double ns = best_ns_per_iteration(rounds, iterations, [](int i) {
+    KINETOSCOPE_RANGE("stacked");
+    sink(i);
+  }, true, &collect, {.with_stack = true});
+  kinetoscope::profile prof({.with_stack = true});
+  prof.start();
+  { KINETOSCOPE_RANGE("stacked"); }
+  prof.stop();
+  const int frames = static_cast<int>(prof.last_trace().events.at(0).frame_count);
+  std::printf("  with_stack, %2d frames deep                 : %6.2f ns/range (+%.2f ns), "
+              "collection %.2f ns/event\n",
+              frames, ns, ns - no_stack_ns, collect);
+  return frames;
+}
+
+/// The first stop() of a process with stacks: libdw reads /proc/self/maps and the debug
+/// information of every module a frame falls in. Later windows reuse the cache.
+void symbolizer_startup() {
+  kinetoscope::profile prof({.with_stack = true});
+  prof.start();
+  { KINETOSCOPE_RANGE("first"); }
+  const auto t0 = clock_type::now();
+  prof.stop();
+  std::printf("  with_stack, first stop() of the process    : %6.2f ms (symbolizer start-up)\n",
+              seconds_since(t0) * 1e3);
 }
 
 }  // namespace
@@ -103,5 +141,9 @@ int main(int argc, char** argv) {
     shapes = best;
   }
   std::printf("  record_op with 2 tensor inputs, shapes on  : %6.2f ns/op\n", shapes);
+
+  // with_stack: up to 72 return addresses (576 bytes) per range, so fewer ranges per round.
+  symbolizer_startup();
+  for (const int depth : {0, 10, 30, 60}) stack_bench_at_depth(depth, iterations / 20, rounds, on);
   return 0;
 }

@@ -19,7 +19,7 @@
 // scalars (step time, breakdown, peak memory; see tensorboard_scalars.hpp) are appended to an
 // events.out.tfevents.* file in the same directory, then the table of the last window is printed.
 //
-// Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip]
+// Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip] [--with-stack]
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -52,14 +52,17 @@ struct options {
   std::string run = "cnn";
   long steps = 12;
   bool gzip = false;
+  bool with_stack = false;  ///< native call stacks: "Call stack" args, a by-stack table, stacks file
 };
 
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
-               "usage: %s [--logdir DIR] [--run NAME] [--steps N] [--gzip]\n"
+               "usage: %s [--logdir DIR] [--run NAME] [--steps N] [--gzip] [--with-stack]\n"
                "  Trains a small CNN on synthetic images under the profiler and writes\n"
                "  <DIR>/<NAME>/<worker>.<ms>.pt.trace.json[.gz] (defaults: log, cnn, 12 steps)\n"
-               "  and the per-step scalars to <DIR>/<NAME>/events.out.tfevents.*.\n",
+               "  and the per-step scalars to <DIR>/<NAME>/events.out.tfevents.*.\n"
+               "  --with-stack also records call stacks and writes <DIR>/<NAME>.stacks.txt\n"
+               "  (folded stacks of self CPU time, for flamegraph.pl or speedscope).\n",
                argv0);
   std::exit(status);
 }
@@ -83,6 +86,8 @@ options parse_args(int argc, char** argv) {
       if (end == v.c_str() || *end != '\0' || opt.steps < 1) usage(argv[0], 2);
     } else if (a == "--gzip") {
       opt.gzip = true;
+    } else if (a == "--with-stack") {
+      opt.with_stack = true;
     } else if (a == "--help" || a == "-h") {
       usage(argv[0], 0);
     } else {
@@ -135,6 +140,14 @@ double mean(const std::vector<float>& v, std::size_t first, std::size_t count) {
   return sum / double(count);
 }
 
+/// --with-stack: the top rows by (name, innermost 2 frames), and the folded stacks file.
+void print_stacks(const kinetoscope::profile& prof, const fs::path& path) {
+  std::cout << '\n'
+            << prof.key_averages(false, 2).table({.sort_by = "self_cpu_time_total", .row_limit = 5});
+  prof.export_stacks(path.string());
+  std::printf("\nstacks written to %s\n", path.string().c_str());
+}
+
 int run(const options& opt) {
   const fs::path trace_dir = fs::path(opt.logdir) / opt.run;
   const std::set<fs::path> files_before = trace_files(trace_dir);
@@ -149,6 +162,7 @@ int run(const options& opt) {
                                                                       opt.gzip),
       .record_shapes = true,
       .profile_memory = true,
+      .with_stack = opt.with_stack,
       .with_flops = true,
   });
 
@@ -175,6 +189,8 @@ int run(const options& opt) {
 
   std::cout << '\n'
             << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15});
+
+  if (opt.with_stack) print_stacks(prof, fs::path(opt.logdir) / (opt.run + ".stacks.txt"));
 
   std::printf("\ntrace files written to %s:\n", trace_dir.string().c_str());
   for (const fs::path& f : trace_files(trace_dir))

@@ -14,6 +14,7 @@
 #include "kinetoscope/key_averages.hpp"
 #include "op_inputs.hpp"
 #include "registry.hpp"
+#include "stacks.hpp"
 
 namespace kinetoscope::detail {
 namespace {
@@ -94,6 +95,7 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
   trace_data out;
   interner names(out.strings);
   std::unordered_map<std::int64_t, pending_inputs> inputs_by_id;
+  stack_joiner stacks;
   std::map<std::int64_t, std::string> thread_names;
   const auto inside = [&](std::uint64_t a, std::uint64_t b) {
     return a >= window.start_tick && b <= window.end_tick && a <= b;
@@ -145,6 +147,9 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
         inputs_by_id[id] = pending_inputs{first, static_cast<std::uint32_t>(out.inputs.size() - first)};
         break;
       }
+      case entry_type::stack:
+        stacks.add(reinterpret_cast<const stack_entry*>(h));
+        break;
       case entry_type::memory: {
         const auto* e = reinterpret_cast<const memory_entry*>(h);
         if (!inside(e->tick, e->tick)) return;
@@ -174,6 +179,7 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
     if (with_flops && ev.input_count > 0)
       ev.flops = compute_flops(out.strings[ev.name], out.inputs.data() + ev.first_input, ev.input_count);
   }
+  stacks.attach(out, [&](std::string_view text) { return names.text(text); });
   sort_events(out.events);
   std::stable_sort(out.memory.begin(), out.memory.end(),
                    [](const memory_event& a, const memory_event& b) { return a.time_ns < b.time_ns; });
@@ -192,9 +198,12 @@ void append_window(trace_data& into, const trace_data& from) {
   interner names(into.strings);
   const auto input_base = static_cast<std::uint32_t>(into.inputs.size());
   into.inputs.insert(into.inputs.end(), from.inputs.begin(), from.inputs.end());
+  const auto frame_base = static_cast<std::uint32_t>(into.frames.size());
+  for (const std::uint32_t f : from.frames) into.frames.push_back(names.text(from.strings[f]));
   for (cpu_event ev : from.events) {
     ev.name = names.text(from.strings[ev.name]);
     ev.first_input += input_base;
+    ev.first_frame += frame_base;
     into.events.push_back(ev);
   }
   into.memory.insert(into.memory.end(), from.memory.begin(), from.memory.end());

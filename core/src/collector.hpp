@@ -16,8 +16,8 @@ struct window_bounds {
 
 /// Drains every thread queue and returns the events that began and ended inside `window`
 /// (Kineto drops events outside the capture window), converted to Unix ns, names interned,
-/// inputs attached by External id, FLOPs computed when `with_flops`, events sorted by
-/// (start ascending, end descending), memory events by time.
+/// inputs and call stacks (symbolized, stacks.hpp) attached by External id, FLOPs computed when
+/// `with_flops`, events sorted by (start ascending, end descending), memory events by time.
 trace_data collect_window(const window_bounds& window, const tick_converter& clock, bool with_flops);
 
 /// Appends `from` to `into` (acc_events), remapping names and inputs.

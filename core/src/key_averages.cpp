@@ -39,6 +39,8 @@ struct node {
   bool cpu_side = false;              ///< host event (device type CPU): tree, memory
   bool is_op = false;                 ///< from trace_data::events: may own kernels
   bool deleted = false;               ///< removed as a redundant duplicate
+  std::int64_t sequence_nr = -1;      ///< autograd links of ops (backward stack rule, §4.1)
+  std::int64_t fwd_thread_id = 0;
   std::vector<std::int64_t> kernels;  ///< durations (ns) of the GPU work this op launched
 };
 
@@ -150,6 +152,51 @@ void remove_duplicates(std::vector<node>& nodes) {
   }
 }
 
+/// PyTorch's _filter_stack_entry: Python frames of autograd's own backward entry points are
+/// dropped from recorded stacks. Native frames rarely match; kept for traces built by hand.
+bool filtered_stack_entry(std::string_view entry) {
+  const auto has = [&](std::string_view s) { return entry.find(s) != std::string_view::npos; };
+  return (has("autograd/__init__") && (has("backward") || has("_make_grads"))) ||
+         (has("torch/tensor") && has("backward"));
+}
+
+std::vector<std::string> stack_of(const trace_data& data, const cpu_event& e) {
+  std::vector<std::string> stack;
+  if (e.frame_count == 0 || std::size_t{e.first_frame} + e.frame_count > data.frames.size()) return stack;
+  stack.reserve(e.frame_count);
+  for (std::uint32_t i = 0; i < e.frame_count; ++i) {
+    const std::uint32_t id = data.frames[e.first_frame + i];
+    if (id >= data.strings.size()) continue;
+    if (!filtered_stack_entry(data.strings[id])) stack.emplace_back(data.strings[id]);
+  }
+  return stack;
+}
+
+/// EventList._set_backward_stacktraces (§4.1), run after duplicate removal: an event under a
+/// backward function (an op with a forward thread id, itself included) takes the stack of the
+/// first-seen forward event with the same sequence number, or an empty stack. PyTorch keys by
+/// (sequence number, forward thread); trace_data has no map from the small forward-thread ids
+/// to OS threads, so the key is the sequence number alone, as for the writer's fwdbwd flows.
+void set_backward_stacks(std::vector<node>& nodes) {
+  const auto backward_parent = [&](std::size_t i) -> std::int64_t {
+    for (auto k = static_cast<std::int64_t>(i); k >= 0; k = nodes[static_cast<std::size_t>(k)].ev.cpu_parent)
+      if (nodes[static_cast<std::size_t>(k)].fwd_thread_id > 0) return k;
+    return -1;
+  };
+  std::vector<std::int64_t> parent(nodes.size(), -1);
+  std::unordered_map<std::int64_t, std::size_t> forward;  // sequence number -> first forward event
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].deleted || !nodes[i].is_op) continue;
+    parent[i] = backward_parent(i);
+    if (parent[i] < 0 && nodes[i].sequence_nr >= 0) forward.try_emplace(nodes[i].sequence_nr, i);
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (parent[i] < 0) continue;
+    const auto it = forward.find(nodes[static_cast<std::size_t>(parent[i])].sequence_nr);
+    nodes[i].ev.stack = it != forward.end() ? nodes[it->second].ev.stack : std::vector<std::string>{};
+  }
+}
+
 using detail::shapes_text;
 
 /// Adds `e` into `row`; the first event of a row supplies its key and flags.
@@ -225,6 +272,9 @@ event_list build_events(const trace_data& data) {
         ev.input_shapes.push_back(data.inputs[e.first_input + i].dims);
     }
     ev.flops = e.flops;
+    ev.stack = stack_of(data, e);
+    n.sequence_nr = e.sequence_nr;
+    n.fwd_thread_id = e.fwd_thread_id;
     memory.attribute(e.start_ns, e.end_ns, ev);
     max_id = std::max(max_id, ev.id);
     nodes.push_back(std::move(n));
@@ -297,6 +347,7 @@ event_list build_events(const trace_data& data) {
   }
 
   remove_duplicates(nodes);
+  if (!data.frames.empty()) set_backward_stacks(nodes);
 
   // Compact the list and renumber parent/child indices.
   std::vector<std::int32_t> new_index(nodes.size(), -1);

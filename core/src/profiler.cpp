@@ -86,6 +86,7 @@ struct profile::impl {
       if (options.record_shapes || options.with_flops) flags |= detail::flag_shapes;
       if (options.profile_memory) flags |= detail::flag_memory;
       if (options.with_flops) flags |= detail::flag_flops;
+      if (options.with_stack) flags |= detail::flag_stack;
     }
     detail::g_flags.store(flags, std::memory_order_seq_cst);
     tracing = true;
@@ -117,7 +118,9 @@ struct profile::impl {
 
   void open_step_marker() {
     if (options.schedule)
-      step_marker = std::make_unique<record_function>("ProfilerStep#" + std::to_string(step_num));
+      // `new` rather than make_unique: with_stack drops the innermost kinetoscope frames, and a
+      // std::make_unique frame between them and the user's step() call would stay.
+      step_marker.reset(new record_function("ProfilerStep#" + std::to_string(step_num)));
   }
   void close_step_marker() { step_marker.reset(); }
 

@@ -10,11 +10,12 @@
 namespace kinetoscope {
 
 void record_function::begin_dynamic(std::string_view name, std::uint8_t category) {
-  if ((detail::g_flags.load(std::memory_order_relaxed) & detail::flag_cpu) == 0) return;
+  const std::uint32_t flags = detail::g_flags.load(std::memory_order_relaxed);
+  if ((flags & detail::flag_cpu) == 0) return;
   const auto len = static_cast<std::uint32_t>(std::min<std::size_t>(name.size(), 1u << 20));
   char* copy = len < sizeof(inline_name_) ? inline_name_ : new char[len];
   std::memcpy(copy, name.data(), len);
-  begin_active(nullptr, category, copy, len);
+  begin_active(flags, nullptr, category, copy, len);
 }
 
 void record_function::end_slow(detail::thread_buffer* b, std::uint64_t t) noexcept {

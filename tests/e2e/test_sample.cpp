@@ -140,3 +140,60 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
   }
   fs::remove_all(logdir);
 }
+
+TEST_CASE("e2e: --with-stack writes the sample's own frames in Call stack and export_stacks") {
+  const char* bin = std::getenv("KINETOSCOPE_SAMPLE_BIN");
+  REQUIRE(bin != nullptr);
+  const fs::path logdir = fs::temp_directory_path() / ("kinetoscope_e2e_stack_" + std::to_string(::getpid()));
+  fs::remove_all(logdir);
+  // wait 1 + warmup 1 + active 3: one window over steps 2-4.
+  const std::string out =
+      run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 5 --with-stack 2>&1");
+  CHECK(out.find("Source Location") != std::string::npos);  // the by-stack table
+
+  const auto files = trace_files(logdir / "cnn");
+  REQUIRE(files.size() == 1);
+  const json trace = json::parse(read_maybe_gzip(files[0]));
+  CHECK(trace.at("with_stack") == 1);
+  // aten::conv2d is recorded in cnn::aten::conv2d, called by cnn::nn::conv2d (samples/cnn/).
+  const std::regex conv_stack(R"(^[^;]*samples/cnn/aten_nn\.cpp\(\d+\): cnn::aten::conv2d;)"
+                              R"([^;]*samples/cnn/nn\.cpp\(\d+\): cnn::nn::conv2d;.*\): main$)");
+  int conv = 0, conv_with_stack = 0, with_stack = 0, ops = 0;
+  for (const json& e : trace.at("traceEvents")) {
+    if (e.value("ph", "") != "X" || (e.value("cat", "") != "cpu_op" && e.value("cat", "") != "user_annotation"))
+      continue;
+    ++ops;
+    const json& args = e.at("args");
+    if (args.contains("Call stack")) {
+      ++with_stack;
+      CHECK(!args.at("Call stack").get<std::string>().empty());
+    }
+    if (e.at("name") == "aten::conv2d") {
+      ++conv;
+      if (args.contains("Call stack") && std::regex_search(args.at("Call stack").get<std::string>(), conv_stack))
+        ++conv_with_stack;
+      else
+        FAIL_CHECK("aten::conv2d stack: " << args.value("Call stack", "<none>"));
+    }
+  }
+  CHECK(conv == 2 * 3);  // two conv layers, three steps
+  CHECK(conv_with_stack == conv);
+  // Every range of the main and autograd threads has a stack; the data loader's too.
+  CHECK(with_stack == ops);
+
+  // Folded stacks: outermost first, ' ' -> '_', a positive integer of µs at the end.
+  const fs::path stacks = logdir / "cnn.stacks.txt";
+  REQUIRE(fs::exists(stacks));
+  std::ifstream in(stacks);
+  const std::regex line_re(R"(^[^ ]+ [1-9]\d*$)");
+  const std::regex conv_line(R"(samples/cnn/nn\.cpp\(\d+\):_cnn::nn::conv2d;[^ ]*samples/cnn/aten_nn\.cpp\(\d+\):_cnn::aten::conv2d)");
+  int lines = 0, conv_lines = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++lines;
+    CHECK_MESSAGE(std::regex_match(line, line_re), line);
+    if (std::regex_search(line, conv_line)) ++conv_lines;
+  }
+  CHECK(lines > 20);
+  CHECK(conv_lines > 0);
+  fs::remove_all(logdir);
+}

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <string>
@@ -9,6 +10,8 @@
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
+#include "kinetoscope/kinetoscope.hpp"
+#include "kinetoscope/writer/chrome_trace.hpp"
 #include "op_tree_golden.hpp"
 #include "op_tree_test_builder.hpp"
 
@@ -23,6 +26,10 @@ const operator_row* row_named(const std::vector<operator_row>& rows, std::string
     if (r.name == name && (shape.empty() || r.input_shape == shape)) return &r;
   return nullptr;
 }
+
+// Two call sites of the same op, for the stack grouping of a trace kinetoscope records itself.
+[[gnu::noinline]] void stack_site_a() { kinetoscope::record_op op("aten::mm"); }
+[[gnu::noinline]] void stack_site_b() { kinetoscope::record_op op("aten::mm"); }
 
 }  // namespace
 
@@ -193,4 +200,41 @@ TEST_CASE("operator_view: golden tables equal torch-tb-profiler's") {
     CHECK(by_name.mismatches().empty());
     CHECK(by_shape.mismatches().empty());
   }
+}
+
+TEST_CASE("operator_view: call stacks of a trace recorded by kinetoscope with_stack") {
+  kinetoscope::profile prof({.with_stack = true});
+  prof.start();
+  for (void (*site)() : {stack_site_a, stack_site_b, stack_site_a}) site();
+  prof.stop();
+  const kinetoscope::trace_data& d = prof.last_trace();
+  // The "Call stack" text the writer produces for each site, from the recorded frames.
+  std::vector<std::string> expected;
+  for (const auto& e : d.events) {
+    std::string text;
+    for (std::uint32_t i = 0; i < e.frame_count; ++i)
+      text += (i ? ";" : "") + d.strings[d.frames[e.first_frame + i]];
+    if (std::find(expected.begin(), expected.end(), text) == expected.end()) expected.push_back(text);
+  }
+  REQUIRE(expected.size() == 2);
+  CHECK(expected[0].find("stack_site_a;") != std::string::npos);
+  CHECK(expected[1].find("stack_site_b;") != std::string::npos);
+
+  const load_result r = load_trace_buffer(kinetoscope::chrome_trace_string(d), "stacks.pt.trace.json");
+  REQUIRE(r.ok());
+  const op_trees t = build_op_tree(*r.model);
+  const auto rows = operators_by_name(*r.model, t, false);
+  const operator_row* mm = row_named(rows, "aten::mm");
+  REQUIRE(mm != nullptr);
+  CHECK(mm->calls == 3);
+  CHECK(mm->has_call_stack);
+  CHECK(mm->call_stacks == expected);
+  const auto stacks = operator_stack_rows(*r.model, t, "aten::mm", std::nullopt, false);
+  REQUIRE(stacks.size() == 2);
+  const auto a = std::find_if(stacks.begin(), stacks.end(), [&](const operator_row& x) { return x.call_stack == expected[0]; });
+  const auto b = std::find_if(stacks.begin(), stacks.end(), [&](const operator_row& x) { return x.call_stack == expected[1]; });
+  REQUIRE(a != stacks.end());
+  REQUIRE(b != stacks.end());
+  CHECK(a->calls == 2);
+  CHECK(b->calls == 1);
 }

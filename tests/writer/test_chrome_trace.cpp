@@ -217,6 +217,41 @@ TEST_CASE("chrome_trace: cpu_op and user_annotation events") {
   CHECK_FALSE(bwd["args"].contains("Input Dims"));
 }
 
+TEST_CASE("chrome_trace: \"Call stack\" joins frames innermost first with ';' (with_stack)") {
+  kinetoscope::trace_data d = example_trace();
+  d.with_stack = true;
+  const auto frame = [&d](const char* text) { d.frames.push_back(d.intern(text)); };
+  for (kinetoscope::cpu_event& e : d.events) {
+    const std::string_view name = d.str(e.name);
+    if (name == "aten::addmm") {
+      e.first_frame = static_cast<std::uint32_t>(d.frames.size());
+      e.frame_count = 3;
+      frame("/src/model.cpp(42): net::linear");
+      frame("/src/model.cpp(17): net::forward");
+      frame("train.cpp(9): main");
+    } else if (name == "my_block") {
+      e.first_frame = static_cast<std::uint32_t>(d.frames.size());
+      e.frame_count = 1;
+      frame("a \"quoted\" \\ path.cpp(1): f");
+    }
+  }
+  const written w = write(d);
+  const auto& ev = w.events();
+  const auto addmm = one(ev, "X", "cpu_op", "aten::addmm");
+  CHECK(addmm["args"]["Call stack"] ==
+        "/src/model.cpp(42): net::linear;/src/model.cpp(17): net::forward;train.cpp(9): main");
+  // After the inputs, before Ev Idx.
+  const std::vector<std::string> keys = keys_of(addmm["args"]);
+  REQUIRE(keys.size() >= 2);
+  CHECK(keys[keys.size() - 2] == "Call stack");
+  CHECK(w.text.find(R"("Concrete Inputs":["","","","1","1"],"Call stack":"/src/model.cpp(42): net::linear;)") !=
+        std::string::npos);
+  CHECK(one(ev, "X", "user_annotation", "my_block")["args"]["Call stack"] == "a \"quoted\" \\ path.cpp(1): f");
+  // Events without frames have no "Call stack" at all (never "").
+  CHECK_FALSE(one(ev, "X", "cpu_op", "aten::copy_")["args"].contains("Call stack"));
+  CHECK(w.doc["with_stack"] == 1);
+}
+
 TEST_CASE("chrome_trace: [memory] instants") {
   const written w = write(example_trace());
   const auto mem = select(w.events(), "i", "cpu_instant_event", "[memory]");

@@ -489,6 +489,9 @@ class trace_writer {
       if (e.input_count > 0 && std::size_t{e.first_input} + e.input_count <= d_.inputs.size()) {
         write_inputs(e.first_input, e.input_count);
       }
+      if (e.frame_count > 0 && std::size_t{e.first_frame} + e.frame_count <= d_.frames.size()) {
+        write_call_stack(e.first_frame, e.frame_count);
+      }
       out_.lit(",\"Ev Idx\":");
       out_.uint64(i);
       out_.lit("}}");
@@ -525,6 +528,18 @@ class trace_writer {
     array(",\"Input type\":["sv, [&](const op_input& x) { out_.string(x.type); });
     array(",\"Input Strides\":["sv, [&](const op_input& x) { int_array(x.strides); });
     array(",\"Concrete Inputs\":["sv, [&](const op_input& x) { out_.string(x.concrete); });
+  }
+
+  /// "Call stack": frames innermost first joined with ';' and no trailing ';', as in the real
+  /// PyTorch files (an empty stack is omitted, as era E does).
+  void write_call_stack(std::uint32_t first, std::uint32_t count) {
+    out_.lit(",\"Call stack\":\"");
+    for (std::uint32_t k = 0; k < count; ++k) {
+      if (k != 0) out_.raw(';');
+      const std::uint32_t id = d_.frames[first + k];
+      if (id < d_.strings.size()) out_.string_body(d_.strings[id]);
+    }
+    out_.raw('"');
   }
 
   void write_memory_events() {

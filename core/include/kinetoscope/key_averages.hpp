@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kinetoscope/trace_data.hpp"
@@ -137,6 +138,19 @@ event_list build_events(const trace_data& data);
 /// Groups events as PyTorch's key_averages (§5).
 averages key_averages(const event_list& events, bool group_by_input_shape = false,
                       int group_by_stack_n = 0);
+
+/**
+ * The flame-graph input export_stacks writes (spec profiler-api §6.2, Brendan Gregg's folded
+ * format): for every raw event with a stack and an integer metric value in µs > 0, one line
+ * `outermost;...;innermost <value>\n`; space, ';', tab and newline inside a frame become '_'.
+ * Identical stacks are not merged (flamegraph.pl, speedscope and inferno merge them).
+ * `metric`: "self_cpu_time_total", or "self_cuda_time_total" / "self_xpu_time_total" /
+ * "self_privateuse1_time_total" (self device time). Throws std::invalid_argument naming the
+ * valid metrics for any other.
+ *
+ * **Example**: `std::ofstream("stacks.txt") << kinetoscope::folded_stacks(prof.events());`
+ */
+std::string folded_stacks(const event_list& events, std::string_view metric = "self_cpu_time_total");
 
 /// The FLOPs estimate PyTorch's with_flops computes for one op (§7.1); 0 when not counted.
 std::int64_t compute_flops(std::string_view op_name, const op_input* inputs, std::size_t count);

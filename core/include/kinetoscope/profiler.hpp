@@ -35,7 +35,7 @@ struct profile_options {
   trace_ready_fn on_trace_ready{};
   bool record_shapes = false;
   bool profile_memory = false;
-  bool with_stack = false;     ///< accepted; native stacks come with the stacks issue
+  bool with_stack = false;     ///< native call stack of every range ("Call stack", Source Location, export_stacks)
   bool with_flops = false;     ///< implies record_shapes
   bool with_modules = false;   ///< accepted; module scopes come with the modules issue
   bool acc_events = false;     ///< keep earlier windows for events()/key_averages()
@@ -101,6 +101,13 @@ class profile {
   /// Throws std::runtime_error with the path and reason when it cannot be written.
   /// Defined in the writer library (link kinetoscope_dep).
   void export_chrome_trace(const std::string& path) const;
+
+  /// Writes the stacks of events() in the folded format flame-graph tools read (see
+  /// folded_stacks; spec profiler-api §6.2), e.g. `flamegraph.pl stacks.txt > cpu.svg`.
+  /// Throws std::logic_error when the profile was made without with_stack or no window has
+  /// completed, std::invalid_argument for an unknown metric, std::runtime_error (path and
+  /// reason) when the file cannot be written.
+  void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const;
 
   /// Adds a top-level "key": "value" (a JSON string) to the windows recorded from now on.
   void add_metadata(std::string key, std::string_view value);

@@ -84,11 +84,12 @@ class record_function {
   // The disabled path stores `buffer_` only: every other member is written by begin_active(),
   // which is why they have no default initialisers (each store costs on the 1 ns budget).
   void begin_static(const char* name, std::uint8_t category) noexcept {
-    if ((detail::g_flags.load(std::memory_order_relaxed) & detail::flag_cpu) == 0) [[likely]]
-      return;
-    begin_active(name, category, nullptr, 0);
+    const std::uint32_t flags = detail::g_flags.load(std::memory_order_relaxed);
+    if ((flags & detail::flag_cpu) == 0) [[likely]] return;
+    begin_active(flags, name, category, nullptr, 0);
   }
-  void begin_active(const char* name, std::uint8_t category, char* dyn_name,
+  /// `flags` is the g_flags word the caller loaded (one load decides everything).
+  void begin_active(std::uint32_t flags, const char* name, std::uint8_t category, char* dyn_name,
                     std::uint32_t dyn_len) noexcept {
     auto* b = detail::buffer();
     name_ = name;
@@ -101,6 +102,8 @@ class record_function {
     parent_id_ = b->current_external_id;
     b->current_external_id = id_;
     buffer_ = b;
+    // Captured before the start tick so the range's own duration excludes the unwinding.
+    if ((flags & detail::flag_stack) != 0) [[unlikely]] detail::push_stack(b, id_);
     start_ = detail::now_ticks();
   }
   void begin_dynamic(std::string_view name, std::uint8_t category);
@@ -166,9 +169,9 @@ class record_op : public record_function {
  public:
   explicit record_op(static_name name, std::initializer_list<arg> inputs = {},
                      op_links links = {}) noexcept {
-    if ((detail::g_flags.load(std::memory_order_relaxed) & detail::flag_cpu) == 0) [[likely]]
-      return;
-    begin_active(name.str, cpu_op_, nullptr, 0);
+    const std::uint32_t flags = detail::g_flags.load(std::memory_order_relaxed);
+    if ((flags & detail::flag_cpu) == 0) [[likely]] return;
+    begin_active(flags, name.str, cpu_op_, nullptr, 0);
     finish_begin(std::span<const arg>(inputs.begin(), inputs.size()), links);
   }
   template <dynamic_name S>

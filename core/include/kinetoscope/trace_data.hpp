@@ -48,6 +48,8 @@ struct cpu_event {
   std::uint32_t first_input = 0;  ///< range [first_input, first_input + input_count) in trace_data::inputs
   std::uint32_t input_count = 0;
   std::int64_t flops = 0;         ///< with_flops estimate (spec profiler-api §7.1), 0 = not counted
+  std::uint32_t first_frame = 0;  ///< with_stack: range [first_frame, first_frame + frame_count) in trace_data::frames
+  std::uint32_t frame_count = 0;  ///< 0 = no stack
 };
 
 /// One allocator call (profile_memory): a [memory] instant event.
@@ -141,6 +143,9 @@ struct trace_data {
   std::vector<std::string> strings;   ///< interned names; index 0 is ""
   std::vector<cpu_event> events;      ///< sorted by (start_ns ascending, end_ns descending)
   std::vector<op_input> inputs;
+  /// with_stack call stacks: string ids of frames ("<file>(<line>): <function>"), each event's
+  /// range innermost first. Events with the same stack share one range.
+  std::vector<std::uint32_t> frames;
   std::vector<memory_event> memory;   ///< sorted by time
   std::vector<gpu_activity> gpu;      ///< sorted by start
   std::vector<runtime_call> runtime;  ///< sorted by start

@@ -33,12 +33,19 @@ inline std::uint64_t now_ticks() noexcept {
 }
 
 /// Flags read on every record_function: bit 0 = CPU ranges on, bit 1 = record_shapes,
-/// bit 2 = profile_memory. One relaxed load decides the disabled path.
-enum : std::uint32_t { flag_cpu = 1u, flag_shapes = 2u, flag_memory = 4u, flag_flops = 8u };
+/// bit 2 = profile_memory, bit 3 = with_flops, bit 4 = with_stack. One relaxed load decides
+/// the disabled path; the same loaded value decides the (rare) stack capture.
+enum : std::uint32_t {
+  flag_cpu = 1u,
+  flag_shapes = 2u,
+  flag_memory = 4u,
+  flag_flops = 8u,
+  flag_stack = 16u,
+};
 extern std::atomic<std::uint32_t> g_flags;
 
 /// Entry types in a thread queue.
-enum class entry_type : std::uint8_t { range = 1, inputs = 2, memory = 3 };
+enum class entry_type : std::uint8_t { range = 1, inputs = 2, memory = 3, stack = 4 };
 
 /// Header shared by every entry; `size` is the entry size in bytes, a multiple of 8.
 struct entry_header {
@@ -76,6 +83,22 @@ struct memory_entry {
   std::int16_t device_id;
   std::int32_t pad1;
 };
+
+/// Fixed part of a stack entry (with_stack): `count` return addresses (uint64) follow, innermost
+/// first, the first one being push_stack's own caller frame. Pushed when a range begins, joined to
+/// the range by External id at collection, like operator inputs.
+struct stack_entry {
+  entry_header h;
+  std::int64_t external_id;
+  std::uint64_t count;
+};
+
+/// Most frames a range's stack keeps (deeper stacks keep their innermost frames).
+constexpr std::size_t max_stack_depth = 64;
+/// Return addresses captured beyond max_stack_depth: the profiler's own innermost frames
+/// (push_stack, and record_function's constructors when not inlined) are dropped at
+/// symbolization, so the user still gets max_stack_depth frames.
+constexpr std::size_t stack_capture_slack = 8;
 
 /// A block of queue memory. Written by its thread, read by the collector up to `committed`.
 struct chunk {
@@ -153,5 +176,10 @@ void push_range(thread_buffer* b, std::uint8_t category, const char* static_name
                 const char* dyn_name, std::size_t dyn_len, std::uint64_t start, std::uint64_t end,
                 std::int64_t id, std::int64_t sequence_nr, std::int64_t fwd_thread_id,
                 std::int64_t begin_tid);
+
+/// Captures the calling thread's return addresses (libunwind, no symbolization) and appends a
+/// stack entry for range `id`. Out of line and only called when flag_stack is set, so ranges
+/// without with_stack pay one test of an already loaded flag word.
+void push_stack(thread_buffer* b, std::int64_t id) noexcept;
 
 }  // namespace kinetoscope::detail
