@@ -79,6 +79,7 @@ struct profile::impl {
       if (options.record_shapes || options.with_flops) flags |= detail::flag_shapes;
       if (options.profile_memory) flags |= detail::flag_memory;
       if (options.with_flops) flags |= detail::flag_flops;
+      if (options.with_modules) flags |= detail::flag_modules;
     }
     detail::g_flags.store(flags, std::memory_order_seq_cst);
     tracing = true;
