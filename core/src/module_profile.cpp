@@ -50,45 +50,55 @@ std::string percent(double part, double total) {
 
 }  // namespace
 
-std::string number_to_string(double num, int precision) {
-  double magnitude = 1;
-  const char* units = "";
-  if (num >= 1e12) {
-    magnitude = 1e12, units = "T";
-  } else if (num >= 1e9) {
-    magnitude = 1e9, units = "G";
-  } else if (num >= 1e6) {
-    magnitude = 1e6, units = "M";
-  } else if (num >= 1e3) {
-    magnitude = 1e3, units = "K";
-  } else if (num >= 1 || num == 0) {
-    magnitude = 1, units = "";
-  } else if (num >= 1e-3) {
-    magnitude = 1e-3, units = "m";
-  } else {
-    magnitude = 1e-6, units = "u";
-  }
-  return g_format(py_round(num / magnitude, precision)) + " " + units;
+namespace {
+
+/// The magnitude of a forced unit prefix (DeepSpeed: unknown units mean 1).
+double magnitude_of(std::string_view units) {
+  static constexpr std::pair<std::string_view, double> table[] = {
+      {"T", 1e12}, {"G", 1e9}, {"M", 1e6}, {"K", 1e3}, {"m", 1e-3}, {"u", 1e-6}};
+  for (const auto& [u, m] : table)
+    if (u == units) return m;
+  return 1;
 }
 
-std::string macs_to_string(double macs, int precision) {
-  return number_to_string(macs, precision) + "MACs";
+/// The prefix DeepSpeed picks for `num`.
+const char* auto_units(double num) {
+  if (num >= 1e12) return "T";
+  if (num >= 1e9) return "G";
+  if (num >= 1e6) return "M";
+  if (num >= 1e3) return "K";
+  if (num >= 1 || num == 0) return "";
+  if (num >= 1e-3) return "m";
+  return "u";
 }
 
-std::string flops_to_string(double flops_per_second, int precision) {
-  return number_to_string(flops_per_second, precision) + "FLOPS";
+}  // namespace
+
+std::string number_to_string(double num, const char* units, int precision) {
+  const char* u = units != nullptr ? units : auto_units(num);
+  return g_format(py_round(num / magnitude_of(u), precision)) + " " + u;
 }
 
-std::string params_to_string(double params, int precision) {
-  std::string s = number_to_string(params, precision);
+std::string macs_to_string(double macs, const char* units, int precision) {
+  return number_to_string(macs, units, precision) + "MACs";
+}
+
+std::string flops_to_string(double flops_per_second, const char* units, int precision) {
+  return number_to_string(flops_per_second, units, precision) + "FLOPS";
+}
+
+std::string params_to_string(double params, const char* units, int precision) {
+  // DeepSpeed: a "B" (billions) argument means G; the G of the text is written B.
+  const char* u = units != nullptr && std::string_view(units) == "B" ? "G" : units;
+  std::string s = number_to_string(params, u, precision);
   std::replace(s.begin(), s.end(), 'G', 'B');
   while (!s.empty() && s.back() == ' ') s.pop_back();
   while (!s.empty() && s.front() == ' ') s.erase(s.begin());
   return s;
 }
 
-std::string duration_to_string(double seconds, int precision) {
-  return number_to_string(seconds, precision) + "s";
+std::string duration_to_string(double seconds, const char* units, int precision) {
+  return number_to_string(seconds, units, precision) + "s";
 }
 
 // ---- building the tree ----------------------------------------------------------------------

@@ -23,17 +23,20 @@ namespace kinetoscope {
 
 /// DeepSpeed's number formatting (flops_profiler/profiler.py): value / unit magnitude rounded
 /// to `precision` decimals (Python's round: half-even on the binary value), printed with %g, a
-/// space, then the unit prefix: T ≥ 1e12, G ≥ 1e9, M ≥ 1e6, K ≥ 1e3, none ≥ 1 or 0, m ≥ 1e-3,
-/// u below. Example: number_to_string(6279.86e9) == "6279.86 G".
-std::string number_to_string(double num, int precision = 2);
-/// number + "MACs": "3139.93 GMACs".
-std::string macs_to_string(double macs, int precision = 2);
+/// space, then the unit prefix. `units` nullptr picks the prefix: T ≥ 1e12, G ≥ 1e9, M ≥ 1e6,
+/// K ≥ 1e3, none ≥ 1 or 0, m ≥ 1e-3, u below; otherwise it forces one of "T", "G", "M", "K",
+/// "m", "u" (anything else: magnitude 1), as DeepSpeed's `units` argument does.
+/// Examples: number_to_string(6279.86e9) == "6.28 T"; number_to_string(6279.86e9, "G") ==
+/// "6279.86 G" (the spec's example, printed by a DeepSpeed that had no T prefix for flops).
+std::string number_to_string(double num, const char* units = nullptr, int precision = 2);
+/// number + "MACs": macs_to_string(3139.93e9, "G") == "3139.93 GMACs".
+std::string macs_to_string(double macs, const char* units = nullptr, int precision = 2);
 /// number + "FLOPS": "81.9 TFLOPS".
-std::string flops_to_string(double flops_per_second, int precision = 2);
-/// number with G written B, trailing space removed: "336.23 M", "156".
-std::string params_to_string(double params, int precision = 2);
+std::string flops_to_string(double flops_per_second, const char* units = nullptr, int precision = 2);
+/// number with G written B, surrounding spaces removed: "336.23 M", "156", "1.5 B".
+std::string params_to_string(double params, const char* units = nullptr, int precision = 2);
 /// seconds: number + "s": "76.67 ms", "273.47 us".
-std::string duration_to_string(double seconds, int precision = 2);
+std::string duration_to_string(double seconds, const char* units = nullptr, int precision = 2);
 
 /// DeepSpeed's count for one operator call (§10.2): flops and MACs, and whether the op is one
 /// DeepSpeed counts at all (`counted`; a counted op's nested ops are not counted again).
