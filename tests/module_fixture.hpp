@@ -29,7 +29,8 @@
 
 namespace module_fixture {
 
-constexpr std::int64_t t0 = 1'700'000'000'000'000'000;  // Unix ns
+/// Unix ns, one second after the writer's baseTimeNanoseconds: written ts are 1000000 + µs.
+inline const std::int64_t t0 = kinetoscope::base_time_ns() + 1'000'000'000;
 constexpr std::int64_t us = 1000;
 
 class builder {
