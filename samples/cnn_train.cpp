@@ -5,7 +5,7 @@
 //   with torch.profiler.profile(
 //           schedule=torch.profiler.schedule(wait=1, warmup=1, active=3, repeat=2),
 //           on_trace_ready=torch.profiler.tensorboard_trace_handler("log/cnn"),
-//           record_shapes=True, profile_memory=True, with_flops=True) as prof:
+//           record_shapes=True, profile_memory=True, with_flops=True, with_modules=True) as prof:
 //       for step, (images, labels) in enumerate(loader):
 //           optimizer.zero_grad()
 //           loss = F.cross_entropy(model(images), labels)
@@ -17,7 +17,8 @@
 // an autograd engine on its own thread, a background data loader, SGD. Two windows of three
 // steps are written to <logdir>/<run>/ as .pt.trace.json files, each window's per-step
 // scalars (step time, breakdown, peak memory; see tensorboard_scalars.hpp) are appended to an
-// events.out.tfevents.* file in the same directory, then the table of the last window is printed.
+// events.out.tfevents.* file in the same directory, then the table of the last window is printed,
+// followed by the model's DeepSpeed-style module profile (print_model_profile).
 //
 // Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip] [--with-stack]
 #include <chrono>
@@ -119,6 +120,7 @@ struct trainer {
   cnn::optim::sgd optimizer{model.parameters(),
                             {.lr = 0.005, .momentum = 0.9, .weight_decay = 5e-4}};
   cnn::autograd::engine engine;  // starts the "pt_autograd_0" thread
+  cnn::nn::cross_entropy_loss criterion;
 
   /// One iteration; returns loss.item(), or nothing when the loader is exhausted. The batch,
   /// the graph and every temporary die in here, so their frees land inside the step.
@@ -127,7 +129,7 @@ struct trainer {
     if (!batch) return std::nullopt;
     optimizer.zero_grad();
     const cnn::autograd::variable logits = model.forward(batch->images);
-    const cnn::autograd::variable loss = cnn::nn::cross_entropy(logits, batch->labels);
+    const cnn::autograd::variable loss = criterion(logits, batch->labels);
     engine.backward(loss);
     optimizer.step();
     return cnn::aten::item(loss.data);
@@ -164,6 +166,7 @@ int run(const options& opt) {
       .profile_memory = true,
       .with_stack = opt.with_stack,
       .with_flops = true,
+      .with_modules = true,
   });
 
   std::printf("training %ld steps, batch 16, images 3x32x32, traces -> %s\n", opt.steps,
@@ -189,6 +192,7 @@ int run(const options& opt) {
 
   std::cout << '\n'
             << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15});
+  std::cout << kinetoscope::print_model_profile(prof.last_trace(), {.module_depth = 2, .top_modules = 3});
 
   if (opt.with_stack) print_stacks(prof, fs::path(opt.logdir) / (opt.run + ".stacks.txt"));
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "kinetoscope/key_averages.hpp"
+#include "module_entry.hpp"
 #include "op_inputs.hpp"
 #include "registry.hpp"
 #include "stacks.hpp"
@@ -166,6 +167,29 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
         note_thread(tid, thread_name);
         break;
       }
+      case entry_type::module: {
+        const auto* e = reinterpret_cast<const module_entry*>(h);
+        if (!inside(e->start, e->end)) return;
+        module_event m;
+        m.start_ns = clock.to_unix_ns(e->start);
+        m.end_ns = clock.to_unix_ns(e->end);
+        m.tid = tid;
+        if (e->path != nullptr) {
+          m.path = names.literal(e->path);
+        } else {
+          std::uint64_t len = 0;
+          const auto* q = reinterpret_cast<const std::byte*>(e + 1);
+          std::memcpy(&len, q, 8);
+          m.path = names.text(std::string_view(reinterpret_cast<const char*>(q + 8), len));
+        }
+        m.type = names.literal(e->type);
+        m.params = e->params;
+        m.call_id = e->call_id;
+        m.parent_call_id = e->parent_id;
+        out.modules.push_back(m);
+        note_thread(tid, thread_name);
+        break;
+      }
     }
   });
 
@@ -181,6 +205,7 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
   }
   stacks.attach(out, [&](std::string_view text) { return names.text(text); });
   sort_events(out.events);
+  finish_modules(out);
   std::stable_sort(out.memory.begin(), out.memory.end(),
                    [](const memory_event& a, const memory_event& b) { return a.time_ns < b.time_ns; });
 
@@ -207,6 +232,11 @@ void append_window(trace_data& into, const trace_data& from) {
     into.events.push_back(ev);
   }
   into.memory.insert(into.memory.end(), from.memory.begin(), from.memory.end());
+  for (module_event m : from.modules) {
+    m.path = names.text(from.strings[m.path]);
+    m.type = names.text(from.strings[m.type]);
+    into.modules.push_back(m);
+  }
   for (gpu_activity g : from.gpu) {
     g.name = names.text(from.strings[g.name]);
     into.gpu.push_back(g);

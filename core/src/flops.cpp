@@ -11,19 +11,14 @@
 #include <vector>
 
 #include "kinetoscope/key_averages.hpp"
+#include "op_input_kind.hpp"
 
 namespace kinetoscope {
 namespace {
 
 using u64 = std::uint64_t;
-
-/// A tensor input: a dtype name in "Input type" (not a scalar, list or None).
-bool is_tensor(const op_input& in) {
-  const std::string_view t = in.type;
-  if (t.empty()) return false;  // None / undefined tensor
-  return t != "Scalar" && t != "ScalarList" && t != "TensorList" && t != "String" &&
-         t != "GenericList" && t != "Int" && t != "Bool" && t != "Double";
-}
+using detail::is_tensor;
+using detail::product;
 
 /// An int list (conv2d's stride/padding/dilation): PyTorch's IValue::isIntList().
 bool is_int_list(const op_input& in) {
@@ -37,12 +32,6 @@ bool validate(const op_input* inputs, std::size_t count, std::size_t min_size,
   for (std::size_t i : tensors)
     if (!is_tensor(inputs[i])) return false;
   return true;
-}
-
-u64 product(const std::vector<std::int64_t>& dims) {
-  u64 p = 1;
-  for (std::int64_t d : dims) p *= static_cast<u64>(d);
-  return p;
 }
 
 u64 conv2d_flops(const op_input* in, std::size_t count) {

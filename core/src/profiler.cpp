@@ -87,6 +87,7 @@ struct profile::impl {
       if (options.profile_memory) flags |= detail::flag_memory;
       if (options.with_flops) flags |= detail::flag_flops;
       if (options.with_stack) flags |= detail::flag_stack;
+      if (options.with_modules) flags |= detail::flag_modules;
     }
     detail::g_flags.store(flags, std::memory_order_seq_cst);
     tracing = true;

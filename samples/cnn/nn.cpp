@@ -177,19 +177,22 @@ conv2d_layer::conv2d_layer(const std::string& name, std::int64_t in_channels,
       bias(name + ".bias",
            uniform({out_channels}, 1.0 / std::sqrt(double(in_channels * kernel_size * kernel_size)),
                    rng)),
-      params{.stride = 1, .padding = padding, .dilation = 1, .groups = 1} {}
+      params{.stride = 1, .padding = padding, .dilation = 1, .groups = 1},
+      name(name) {}
 
 batch_norm2d_layer::batch_norm2d_layer(const std::string& name, std::int64_t channels)
     : weight(name + ".weight", filled({channels}, 1.0f)),
       bias(name + ".bias", filled({channels}, 0.0f)),
       running_mean(filled({channels}, 0.0f)),
-      running_var(filled({channels}, 1.0f)) {}
+      running_var(filled({channels}, 1.0f)),
+      name(name) {}
 
 linear_layer::linear_layer(const std::string& name, std::int64_t in_features,
                            std::int64_t out_features, std::mt19937& rng)
     : weight(name + ".weight",
              uniform({out_features, in_features}, 1.0 / std::sqrt(double(in_features)), rng)),
-      bias(name + ".bias", uniform({out_features}, 1.0 / std::sqrt(double(in_features)), rng)) {}
+      bias(name + ".bias", uniform({out_features}, 1.0 / std::sqrt(double(in_features)), rng)),
+      name(name) {}
 
 small_cnn::small_cnn(std::uint32_t seed, std::int64_t num_classes)
     : rng_(seed),
@@ -200,6 +203,7 @@ small_cnn::small_cnn(std::uint32_t seed, std::int64_t num_classes)
       fc_("fc", 16 * 8 * 8, num_classes, rng_) {}
 
 variable small_cnn::forward(const tensor& images) const {
+  kinetoscope::module_scope scope("", "SmallCNN");  // the model itself: no parameters of its own
   variable x{images, nullptr};  // input data needs no gradient
   x = max_pool2d(relu(bn1_(conv1_(x))), 2, 2);
   x = max_pool2d(relu(bn2_(conv2_(x))), 2, 2);

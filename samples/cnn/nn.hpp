@@ -3,12 +3,16 @@
 /// @file cnn/nn.hpp
 /// torch.nn for the sample: functional ops that build the autograd graph (each takes a sequence
 /// number, records its aten op with it and creates the matching backward node), the modules
-/// (Conv2d, BatchNorm2d, Linear) and the model.
+/// (Conv2d, BatchNorm2d, Linear, CrossEntropyLoss) and the model. Every module call is a
+/// kinetoscope::module_scope (path, class, own parameter count), as PyTorch records nn.Module
+/// forward calls, so traces get the Module view and print_model_profile() the model tree.
 
 #include <cstdint>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <kinetoscope/module_scope.hpp>
 
 #include "autograd.hpp"
 #include "ops.hpp"
@@ -55,12 +59,14 @@ class conv2d_layer {
   conv2d_layer(const std::string& name, std::int64_t in_channels, std::int64_t out_channels,
                std::int64_t kernel_size, std::int64_t padding, std::mt19937& rng);
   variable operator()(const variable& x) const {
+    kinetoscope::module_scope scope(name, "Conv2d", weight.data().numel() + bias.data().numel());
     return conv2d(x, weight.var(), bias.var(), params);
   }
 
   parameter weight;
   parameter bias;
   aten::conv_params params;
+  std::string name;  ///< path in the model ("conv1")
 };
 
 /// torch.nn.BatchNorm2d in training mode (weight 1, bias 0, running mean 0, running var 1).
@@ -68,6 +74,7 @@ class batch_norm2d_layer {
  public:
   batch_norm2d_layer(const std::string& name, std::int64_t channels);
   variable operator()(const variable& x) const {
+    kinetoscope::module_scope scope(name, "BatchNorm2d", weight.data().numel() + bias.data().numel());
     return batch_norm(x, running_mean, running_var, weight.var(), bias.var(), momentum, eps);
   }
 
@@ -77,6 +84,7 @@ class batch_norm2d_layer {
   tensor running_var;
   double momentum = 0.1;
   double eps = 1e-5;
+  std::string name;
 };
 
 /// torch.nn.Linear with PyTorch's default init.
@@ -84,10 +92,23 @@ class linear_layer {
  public:
   linear_layer(const std::string& name, std::int64_t in_features, std::int64_t out_features,
                std::mt19937& rng);
-  variable operator()(const variable& x) const { return linear(x, weight.var(), bias.var()); }
+  variable operator()(const variable& x) const {
+    kinetoscope::module_scope scope(name, "Linear", weight.data().numel() + bias.data().numel());
+    return linear(x, weight.var(), bias.var());
+  }
 
   parameter weight;
   parameter bias;
+  std::string name;
+};
+
+/// torch.nn.CrossEntropyLoss (mean reduction): the training loop's criterion, a module of its
+/// own outside the model, as in PyTorch scripts.
+struct cross_entropy_loss {
+  variable operator()(const variable& input, const long_tensor& target) const {
+    kinetoscope::module_scope scope("criterion", "CrossEntropyLoss");
+    return cross_entropy(input, target);
+  }
 };
 
 /// The model, for 3x32x32 images:

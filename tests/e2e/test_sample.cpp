@@ -66,6 +66,17 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
   CHECK(out.find("CPU Mem") != std::string::npos);
   CHECK(out.find("FLOPs") != std::string::npos);
   CHECK(out.find("ProfilerStep*") != std::string::npos);
+  // ... followed by the module profile of the last window (steps 7-9): the model's parameters
+  // are fixed by its layers (conv1 3·8·9 + 8 = 224, bn 16 + 32, conv2 8·16·9 + 16 = 1168,
+  // fc 1024·10 + 10 = 10250), conv1's MACs by its shapes (9·3·8 · 16·32·32).
+  CHECK(out.find("-------------------------- DeepSpeed Flops Profiler --------------------------\n"
+                 "Profile Summary at step 7:\n") != std::string::npos);
+  CHECK(out.find("params per GPU:                                                         11.69 K \n") !=
+        std::string::npos);
+  CHECK(out.find("fwd passes averaged (MACs, flops, latency are per pass):                3 (steps 7-9)\n") !=
+        std::string::npos);
+  CHECK(out.find("  (conv1): Conv2d(224 = 1.92% Params, 3.54 MMACs = ") != std::string::npos);
+  CHECK(out.find("  (fc): Linear(10.25 K = 87.68% Params, 163.84 KMACs = ") != std::string::npos);
 
   // schedule(wait=1, warmup=1, active=3, repeat=2) over 12 steps: two windows, two files
   const auto files = trace_files(logdir / "cnn");
@@ -92,6 +103,7 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
     CHECK(trace.at("record_shapes") == 1);
     CHECK(trace.at("profile_memory") == 1);
     CHECK(trace.at("with_flops") == 1);
+    CHECK(trace.at("with_modules") == 1);
 
     std::vector<std::string> steps;
     std::map<std::string, int> categories;
@@ -101,6 +113,7 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
     int dataloader = 0;
     int fwdbwd_s = 0;
     int fwdbwd_f = 0;
+    std::map<std::string, int> modules;
     for (const json& e : trace.at("traceEvents")) {
       REQUIRE(e.contains("name"));
       const std::string ph = e.at("ph");
@@ -111,6 +124,7 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
         if (ename.rfind("ProfilerStep#", 0) == 0) steps.push_back(ename);
         if (ename == "aten::conv2d" && e.at("args").contains("Input Dims")) ++conv_with_dims;
         if (ename == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__") ++dataloader;
+        if (e.at("cat") == "python_function") modules[ename] += 1;
       } else if (ph == "i" && ename == "[memory]") {
         ++memory;
         CHECK(e.at("args").contains("Total Allocated"));
@@ -125,6 +139,12 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
     CHECK(categories["user_annotation"] >= 3 + 3);
     CHECK(conv_with_dims == 2 * 3);  // two conv layers, three steps
     CHECK(dataloader == 3);
+    // One call per step of the model, its five layers and the criterion, named per class.
+    const std::map<std::string, int> expected_modules = {
+        {"nn.Module: SmallCNN_0", 3},    {"nn.Module: Conv2d_0", 3},      {"nn.Module: Conv2d_1", 3},
+        {"nn.Module: BatchNorm2d_0", 3}, {"nn.Module: BatchNorm2d_1", 3}, {"nn.Module: Linear_0", 3},
+        {"nn.Module: CrossEntropyLoss_0", 3}};
+    CHECK(modules == expected_modules);
     CHECK(memory > 10);
     CHECK(fwdbwd_s > 0);
     CHECK(fwdbwd_s == fwdbwd_f);

@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Module view and Lightning view (spec viewer-analysis §10) on hand-written Kineto JSON traces
-// (python_function module events, fwdbwd flows, runtimes and kernels), loaded by the loader.
+// (python_function module events, fwdbwd flows, runtimes and kernels), loaded by the loader,
+// and on a trace with module scopes written by kinetoscope's writer.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "../module_fixture.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/module_view.hpp"
 #include "analysis/op_tree.hpp"
+#include "kinetoscope/writer/chrome_trace.hpp"
 
 using namespace kinetoscope::analysis;
 using json = nlohmann::json;
@@ -199,4 +202,25 @@ TEST_CASE("module_view: Lightning view from [pl][module] names") {
   REQUIRE(v.rows[0].children.size() == 2);
   check_row(v.rows[0].children[0], "model.fc", 0, 1, 1, 100, 50, 0, 0, 100);
   check_row(v.rows[0].children[1], "model.act", 0, 1, 0, 40, 40, 0, 0, 40);
+}
+
+TEST_CASE("module_view: a kinetoscope trace with module scopes gives the model tree") {
+  // tests/module_fixture.hpp written by the trace writer and loaded like any other file: two
+  // passes of TinyNet(fc1: Linear, act: ReLU, fc2: Linear) plus an aten::add in TinyNet itself.
+  const std::string text = kinetoscope::chrome_trace_string(module_fixture::tiny_net_trace());
+  load_result r = load_trace_buffer(text, "tiny.pt.trace.json");
+  REQUIRE(r.ok());
+  const trace_model model = std::move(*r.model);
+  const op_trees trees = build_op_tree(model);
+  const module_view_result v = compute_module_view(model, trees);
+  REQUIRE(v.kind == module_view_kind::module);
+  CHECK(v.missing_modules == 0);
+  REQUIRE(v.rows.size() == 1);
+  // Host self of TinyNet: (100 − 30 − 10 − 40 − 5) + (100 − 20 − 10 − 40 − 5); its only direct
+  // operator is aten::add (the aten::mul after it is outside, in the step).
+  check_row(v.rows[0], "TinyNet_0", 11, 2, 2, 200, 40, 0, 0, 100);
+  REQUIRE(v.rows[0].children.size() == 3);
+  check_row(v.rows[0].children[0], "Linear_0", 12, 2, 2, 50, 8, 0, 0, 25);
+  check_row(v.rows[0].children[1], "ReLU_0", 13, 2, 2, 20, 4, 0, 0, 10);
+  check_row(v.rows[0].children[2], "Linear_1", 14, 2, 2, 80, 8, 0, 0, 40);
 }

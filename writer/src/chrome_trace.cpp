@@ -10,6 +10,7 @@
 ///     "traceEvents": [
 ///   cpu_op / user_annotation slices (start order), each followed by its fwdbwd s/f flow end
 ///   [memory] instants
+///   python_function "nn.Module: <type>_<k>" slices of module scopes (with_modules)
 ///   cuda_runtime / cuda_driver slices, each followed by its ac2g "s"
 ///   kernel / gpu_memcpy / gpu_memset slices, each followed by its ac2g "f"
 ///   gpu_user_annotation slices
@@ -111,6 +112,7 @@ class trace_writer {
     write_header();
     write_cpu_events();
     write_memory_events();
+    write_module_events();
     write_runtime_calls();
     write_gpu_activities();
     write_gpu_annotations();
@@ -134,6 +136,7 @@ class trace_writer {
     };
     for (const cpu_event& e : d_.events) span(e.start_ns, e.end_ns);
     for (const memory_event& m : d_.memory) span(m.time_ns, m.time_ns);
+    for (const module_event& m : d_.modules) span(m.start_ns, m.end_ns);
     for (const runtime_call& r : d_.runtime) span(r.start_ns, r.end_ns);
     for (const gpu_activity& g : d_.gpu) span(g.start_ns, g.end_ns);
     if (lo <= hi) {
@@ -572,6 +575,57 @@ class trace_writer {
     }
   }
 
+  /// Module scopes as PyTorch writes nn.Module calls (spec trace-format §6.4): python_function
+  /// slices named "nn.Module: <type>_<k>" with "Python id", "Python parent id" (null for a top
+  /// scope) and "Python module id" — what torch-tb-profiler's Module view reads. Two extra args
+  /// keep what PyTorch's trace lacks: "Module path" (the dotted name) and "Module params"
+  /// (parameters owned directly); readers ignore unknown args (§11). Ev Idx continues after
+  /// the [memory] events so it stays unique among PyTorch-originated events.
+  void write_module_events() {
+    const std::size_t first_idx = d_.events.size() + d_.memory.size();
+    std::string name_text;
+    for (std::size_t j = 0; j < d_.modules.size(); ++j) {
+      const module_event& m = d_.modules[j];
+      begin_event();
+      out_.lit("{\"ph\":\"X\",\"cat\":\"python_function\",\"name\":");
+      name_text = "nn.Module: ";
+      name_text += text_of(m.type);
+      name_text += '_';
+      name_text += std::to_string(m.instance);
+      out_.string(name_text, string_mode::name);
+      out_.lit(",\"pid\":");
+      out_.int64(pid_);
+      out_.lit(",\"tid\":");
+      out_.int64(os_id(m.tid));
+      out_.lit(",\"ts\":");
+      ts(m.start_ns);
+      out_.lit(",\"dur\":");
+      dur(m.start_ns, m.end_ns);
+      out_.lit(",\"args\":{\"Python parent id\":");
+      if (m.parent_call_id != 0) {
+        out_.int64(m.parent_call_id);
+      } else {
+        out_.lit("null");
+      }
+      out_.lit(",\"Python id\":");
+      out_.int64(m.call_id);
+      out_.lit(",\"Python module id\":");
+      out_.int64(m.module_id);
+      out_.lit(",\"Module path\":");
+      out_.string(text_of(m.path), string_mode::name);
+      out_.lit(",\"Module params\":");
+      out_.int64(m.params);
+      out_.lit(",\"Ev Idx\":");
+      out_.uint64(first_idx + j);
+      out_.lit("}}");
+    }
+  }
+
+  /// The text of an interned name; "" for an id outside the table.
+  std::string_view text_of(std::uint32_t id) const noexcept {
+    return id < d_.strings.size() ? std::string_view(d_.strings[id]) : std::string_view();
+  }
+
   void write_runtime_calls() {
     for (std::size_t r = 0; r < d_.runtime.size(); ++r) {
       const runtime_call& c = d_.runtime[r];
@@ -775,6 +829,7 @@ class trace_writer {
     };
     for (const cpu_event& e : d_.events) see(os_id(e.tid));
     for (const memory_event& m : d_.memory) see(os_id(m.tid));
+    for (const module_event& m : d_.modules) see(os_id(m.tid));
     for (const runtime_call& c : d_.runtime) see(os_id(c.tid));
     std::sort(seen.begin(), seen.end());
     seen.erase(std::unique(seen.begin(), seen.end()), seen.end());

@@ -36,6 +36,8 @@
 
 #include "kinetoscope/key_averages.hpp"
 #include "kinetoscope/memory.hpp"
+#include "kinetoscope/module_profile.hpp"
+#include "kinetoscope/module_scope.hpp"
 #include "kinetoscope/profiler.hpp"
 #include "kinetoscope/record_function.hpp"
 #include "kinetoscope/schedule.hpp"

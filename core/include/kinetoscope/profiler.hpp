@@ -37,7 +37,7 @@ struct profile_options {
   bool profile_memory = false;
   bool with_stack = false;     ///< native call stack of every range ("Call stack", Source Location, export_stacks)
   bool with_flops = false;     ///< implies record_shapes
-  bool with_modules = false;   ///< accepted; module scopes come with the modules issue
+  bool with_modules = false;   ///< record module_scope calls (module_scope.hpp)
   bool acc_events = false;     ///< keep earlier windows for events()/key_averages()
   /// Worker name used by tensorboard_trace_handler when it is given none ("" = host_pid).
   std::string worker_name{};

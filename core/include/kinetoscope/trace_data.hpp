@@ -64,6 +64,21 @@ struct memory_event {
   std::int16_t device_id = -1;        ///< -1 for CPU
 };
 
+/// One call of a module scope (module_scope.hpp, with_modules). Written as a python_function
+/// slice "nn.Module: <type>_<instance>" (spec trace-format §6.4).
+struct module_event {
+  std::int64_t start_ns = 0;
+  std::int64_t end_ns = 0;
+  std::int64_t tid = 0;
+  std::uint32_t path = 0;            ///< index into strings: dotted path ("layer1.0.conv1"), "" = model root
+  std::uint32_t type = 0;            ///< index into strings: class name ("Conv2d")
+  std::int64_t params = 0;           ///< parameters the module owns directly (not its sub-modules')
+  std::int64_t call_id = 0;          ///< "Python id": unique per call, >= 1
+  std::int64_t parent_call_id = 0;   ///< "Python parent id": enclosing call on the thread; 0 = none
+  std::int64_t module_id = 0;        ///< "Python module id": one per (type, path) instance
+  std::int32_t instance = 0;         ///< k of "nn.Module: <type>_<k>": instance number within the type
+};
+
 /// GPU-side work (filled by the CUPTI backend).
 enum class gpu_kind : std::uint8_t { kernel, memcpy, memset };
 
@@ -150,6 +165,7 @@ struct trace_data {
   std::vector<gpu_activity> gpu;      ///< sorted by start
   std::vector<runtime_call> runtime;  ///< sorted by start
   std::vector<device_properties> devices;
+  std::vector<module_event> modules;  ///< with_modules; sorted by (start ascending, end descending)
 
   // options echoed as top-level metadata when true
   bool record_shapes = false;

@@ -33,19 +33,21 @@ inline std::uint64_t now_ticks() noexcept {
 }
 
 /// Flags read on every record_function: bit 0 = CPU ranges on, bit 1 = record_shapes,
-/// bit 2 = profile_memory, bit 3 = with_flops, bit 4 = with_stack. One relaxed load decides
-/// the disabled path; the same loaded value decides the (rare) stack capture.
+/// bit 2 = profile_memory, bit 3 = with_flops, bit 4 = with_stack, bit 5 = with_modules
+/// (module_scope). One relaxed load decides the disabled path; the same loaded value decides
+/// the (rare) stack capture.
 enum : std::uint32_t {
   flag_cpu = 1u,
   flag_shapes = 2u,
   flag_memory = 4u,
   flag_flops = 8u,
   flag_stack = 16u,
+  flag_modules = 32u,
 };
 extern std::atomic<std::uint32_t> g_flags;
 
 /// Entry types in a thread queue.
-enum class entry_type : std::uint8_t { range = 1, inputs = 2, memory = 3, stack = 4 };
+enum class entry_type : std::uint8_t { range = 1, inputs = 2, memory = 3, stack = 4, module = 5 };
 
 /// Header shared by every entry; `size` is the entry size in bytes, a multiple of 8.
 struct entry_header {
