@@ -21,6 +21,8 @@
 // followed by the model's DeepSpeed-style module profile (print_model_profile).
 //
 // Usage: cnn_train [--logdir DIR] [--run NAME] [--steps N] [--gzip] [--with-stack]
+// The KINETOSCOPE_* variables of profile_config.hpp override these options, e.g.
+//   KINETOSCOPE_SCHEDULE=wait=2,warmup=1,active=2 KINETOSCOPE_WITH_STACK=1 cnn_train
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +37,7 @@
 #include <vector>
 
 #include <kinetoscope/kinetoscope.hpp>
+#include <kinetoscope/writer/profile_config.hpp>
 #include <kinetoscope/writer/tensorboard_scalars.hpp>
 #include <kinetoscope/writer/trace_handler.hpp>
 
@@ -63,7 +66,9 @@ struct options {
                "  <DIR>/<NAME>/<worker>.<ms>.pt.trace.json[.gz] (defaults: log, cnn, 12 steps)\n"
                "  and the per-step scalars to <DIR>/<NAME>/events.out.tfevents.*.\n"
                "  --with-stack also records call stacks and writes <DIR>/<NAME>.stacks.txt\n"
-               "  (folded stacks of self CPU time, for flamegraph.pl or speedscope).\n",
+               "  (folded stacks of self CPU time, for flamegraph.pl or speedscope).\n"
+               "  KINETOSCOPE_* variables override the profile's options (README: \"Profiling\n"
+               "  without recompiling\"); KINETOSCOPE_PROFILE=0 trains unprofiled.\n",
                argv0);
   std::exit(status);
 }
@@ -150,51 +155,74 @@ void print_stacks(const kinetoscope::profile& prof, const fs::path& path) {
   std::printf("\nstacks written to %s\n", path.string().c_str());
 }
 
+/// The sample's own profile: the tutorial's schedule and options, then whatever KINETOSCOPE_*
+/// variables (or the JSON file named by KINETOSCOPE_CONFIG) say over them, as any program
+/// using profile_config.hpp can do. Traces go to `trace_dir` with per-step scalars.
+kinetoscope::profile_options profile_options_for(const options& opt,
+                                                 kinetoscope::profile_config env,
+                                                 const fs::path& trace_dir) {
+  kinetoscope::profile_options popts{
+      .schedule = kinetoscope::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 2}),
+      .record_shapes = true,
+      .profile_memory = true,
+      .with_stack = opt.with_stack,
+      .with_flops = true,
+      .with_modules = true,
+  };
+  env.output_trace_dir.reset();  // installed below, with the scalars
+  kinetoscope::apply_profile_config(env, popts);
+  popts.on_trace_ready = kinetoscope::tensorboard_trace_handler_with_scalars(
+      trace_dir.string(), "", env.use_gzip.value_or(opt.gzip));
+  return popts;
+}
+
 int run(const options& opt) {
-  const fs::path trace_dir = fs::path(opt.logdir) / opt.run;
+  const kinetoscope::profile_config env = kinetoscope::profile_config_from_env();
+  const fs::path trace_dir = env.output_trace_dir ? fs::path(*env.output_trace_dir)
+                                                  : fs::path(opt.logdir) / opt.run;
   const std::set<fs::path> files_before = trace_files(trace_dir);
 
   const cnn::data::synthetic_images dataset({.size = 4096, .num_classes = 10, .image_size = 32,
                                              .noise_std = 1.0, .seed = 7});
   trainer t(dataset, opt.steps);
 
-  kinetoscope::profile prof({
-      .schedule = kinetoscope::schedule({.wait = 1, .warmup = 1, .active = 3, .repeat = 2}),
-      .on_trace_ready = kinetoscope::tensorboard_trace_handler_with_scalars(trace_dir.string(), "",
-                                                                      opt.gzip),
-      .record_shapes = true,
-      .profile_memory = true,
-      .with_stack = opt.with_stack,
-      .with_flops = true,
-      .with_modules = true,
-  });
+  // KINETOSCOPE_PROFILE=0 trains without the profiler (the baseline to compare step times with).
+  std::optional<kinetoscope::profile> prof;
+  if (env.enabled.value_or(true)) prof.emplace(profile_options_for(opt, env, trace_dir));
+  const bool with_stack = prof && prof->options().with_stack;
 
-  std::printf("training %ld steps, batch 16, images 3x32x32, traces -> %s\n", opt.steps,
-              trace_dir.string().c_str());
+  if (prof)
+    std::printf("training %ld steps, batch 16, images 3x32x32, traces -> %s\n", opt.steps,
+                trace_dir.string().c_str());
+  else
+    std::printf("training %ld steps, batch 16, images 3x32x32, not profiled (KINETOSCOPE_PROFILE)\n",
+                opt.steps);
   std::vector<float> losses;
-  prof.start();
+  if (prof) prof->start();
   for (long step = 0; step < opt.steps; ++step) {
-    const kinetoscope::profiler_action action = prof.current_action();
+    const char* action = prof ? kinetoscope::to_string(prof->current_action()) : "off";
     const auto t0 = std::chrono::steady_clock::now();
     const std::optional<float> loss = t.train_step();
     if (!loss) break;
     const std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - t0;
-    std::printf("step %2ld  loss %.4f  %6.2f ms  [%s]\n", step, double(*loss), ms.count(),
-                kinetoscope::to_string(action));
+    std::printf("step %2ld  loss %.4f  %6.2f ms  [%s]\n", step, double(*loss), ms.count(), action);
     std::fflush(stdout);
     losses.push_back(*loss);
-    prof.step();
+    if (prof) prof->step();
   }
-  prof.stop();
+  if (prof) prof->stop();
   if (losses.size() >= 6)
     std::printf("mean loss: first 3 steps %.4f, last 3 steps %.4f\n", mean(losses, 0, 3),
                 mean(losses, losses.size() - 3, 3));
+  if (!prof) return 0;
 
   std::cout << '\n'
-            << prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15});
-  std::cout << kinetoscope::print_model_profile(prof.last_trace(), {.module_depth = 2, .top_modules = 3});
+            << prof->key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15});
+  std::cout << kinetoscope::print_model_profile(prof->last_trace(),
+                                                {.module_depth = 2, .top_modules = 3});
 
-  if (opt.with_stack) print_stacks(prof, fs::path(opt.logdir) / (opt.run + ".stacks.txt"));
+  if (with_stack)
+    print_stacks(*prof, trace_dir.parent_path() / (trace_dir.filename().string() + ".stacks.txt"));
 
   std::printf("\ntrace files written to %s:\n", trace_dir.string().c_str());
   for (const fs::path& f : trace_files(trace_dir))

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // End to end: run the sample CNN (the README's main job) and read what it wrote.
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <array>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -30,6 +33,17 @@ std::string run(const std::string& command) {
   const int status = ::pclose(p);
   REQUIRE_MESSAGE(status == 0, "command failed: " << command << "\n" << out);
   return out;
+}
+
+/// Runs a shell command; returns its exit status and output (stdout and stderr).
+std::pair<int, std::string> run_status(const std::string& command) {
+  std::string out;
+  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::array<char, 4096> buf{};
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
 std::string read_maybe_gzip(const fs::path& path) {
@@ -215,5 +229,56 @@ TEST_CASE("e2e: --with-stack writes the sample's own frames in Call stack and ex
   }
   CHECK(lines > 20);
   CHECK(conv_lines > 0);
+  fs::remove_all(logdir);
+}
+
+TEST_CASE("e2e: KINETOSCOPE_* variables override the sample's profile without recompiling") {
+  const char* bin = std::getenv("KINETOSCOPE_SAMPLE_BIN");
+  REQUIRE(bin != nullptr);
+  const fs::path logdir = fs::temp_directory_path() / ("kinetoscope_e2e_env_" + std::to_string(::getpid()));
+  fs::remove_all(logdir);
+  const std::string args = " --logdir " + logdir.string() + " --run cnn --steps 4";
+
+  SUBCASE("schedule, output dir, gzip and with_modules from the environment") {
+    // Warmup at step 0, steps 1-2 recorded: one window, where the sample's own schedule (wait 1,
+    // warmup 1, active 3) would have recorded steps 2-4 into <logdir>/cnn.
+    const std::string out = run("KINETOSCOPE_SCHEDULE=wait=0,warmup=1,active=2,repeat=1 KINETOSCOPE_OUTPUT_DIR=" +
+                                (logdir / "envrun").string() +
+                                " KINETOSCOPE_WITH_MODULES=0 KINETOSCOPE_USE_GZIP=1 " + bin + args + " 2>&1");
+    CHECK(out.find("step  0  loss 2.6166") != std::string::npos);
+    CHECK(out.find("[WARMUP]") != std::string::npos);
+    CHECK(out.find("module profile: no module scopes in this window") != std::string::npos);
+    CHECK(trace_files(logdir / "cnn").empty());
+    const auto files = trace_files(logdir / "envrun");
+    REQUIRE(files.size() == 1);
+    CHECK(files[0].extension() == ".gz");
+    const json trace = json::parse(read_maybe_gzip(files[0]));
+    std::set<std::string> steps;
+    int modules = 0;
+    for (const json& e : trace.at("traceEvents")) {
+      const std::string name = e.value("name", "");
+      if (name.rfind("ProfilerStep#", 0) == 0) steps.insert(name);
+      if (e.value("cat", "") == "python_function") ++modules;
+    }
+    CHECK(steps == std::set<std::string>{"ProfilerStep#1", "ProfilerStep#2"});
+    CHECK(modules == 0);
+    bool tfevents = false;
+    for (const auto& e : fs::directory_iterator(logdir / "envrun"))
+      tfevents = tfevents || e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    CHECK(tfevents);  // the sample keeps its scalars handler in the directory it was given
+  }
+  SUBCASE("KINETOSCOPE_PROFILE=0 trains without the profiler") {
+    const std::string out = run("KINETOSCOPE_PROFILE=0 " + std::string(bin) + args + " 2>&1");
+    CHECK(out.find("not profiled (KINETOSCOPE_PROFILE)") != std::string::npos);
+    CHECK(out.find("Self CPU time total") == std::string::npos);
+    CHECK(!fs::exists(logdir / "cnn"));
+  }
+  SUBCASE("a bad value stops the program before it trains, naming the variable") {
+    const auto [status, out] = run_status("KINETOSCOPE_WITH_STACK=maybe " + std::string(bin) + args);
+    CHECK(status == 1);
+    CHECK(out.find("cnn_train: KINETOSCOPE_WITH_STACK: expected 1/0, true/false, yes/no or on/off, not \"maybe\"") !=
+          std::string::npos);
+    CHECK(out.find("step  0") == std::string::npos);
+  }
   fs::remove_all(logdir);
 }
