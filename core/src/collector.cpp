@@ -11,6 +11,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "entry_text.hpp"
 #include "kinetoscope/key_averages.hpp"
 #include "module_entry.hpp"
 #include "op_inputs.hpp"
@@ -132,9 +133,7 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
           q += 8;
         }
         if (h->flags & range_flag_dynamic_name) {
-          std::uint64_t len = 0;
-          std::memcpy(&len, q, 8);
-          ev.name = names.text(std::string_view(reinterpret_cast<const char*>(q + 8), len));
+          ev.name = names.text(get_entry_text(q));
         } else {
           ev.name = names.literal(e->static_name);
         }
@@ -174,14 +173,8 @@ trace_data collect_window(const window_bounds& window, const tick_converter& clo
         m.start_ns = clock.to_unix_ns(e->start);
         m.end_ns = clock.to_unix_ns(e->end);
         m.tid = tid;
-        if (e->path != nullptr) {
-          m.path = names.literal(e->path);
-        } else {
-          std::uint64_t len = 0;
-          const auto* q = reinterpret_cast<const std::byte*>(e + 1);
-          std::memcpy(&len, q, 8);
-          m.path = names.text(std::string_view(reinterpret_cast<const char*>(q + 8), len));
-        }
+        m.path = e->path != nullptr ? names.literal(e->path)
+                                    : names.text(get_entry_text(reinterpret_cast<const std::byte*>(e + 1)));
         m.type = names.literal(e->type);
         m.params = e->params;
         m.call_id = e->call_id;

@@ -10,8 +10,8 @@
 
 namespace kinetoscope::detail {
 
-/// Fixed part of a module entry (56 bytes). With a run-time path (`path == nullptr`) a u64
-/// length and the path bytes (padded to 8) follow.
+/// Fixed part of a module entry (56 bytes). With a run-time path (`path == nullptr`) the path
+/// follows as an entry text (entry_text.hpp).
 struct module_entry {
   entry_header h;
   std::uint64_t start;

@@ -12,6 +12,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "entry_text.hpp"
 #include "module_entry.hpp"
 
 namespace kinetoscope {
@@ -51,7 +52,7 @@ void module_scope::end() noexcept {
   buffer_ = nullptr;
   t_current_call = parent_id_;
   std::size_t size = sizeof(detail::module_entry);
-  if (dyn_path_ != nullptr) size += 8 + detail::align8(dyn_len_);
+  if (dyn_path_ != nullptr) size += detail::entry_text_size(dyn_len_);
   // The thread that began the scope ends it (the type is neither movable nor copyable).
   detail::thread_buffer* here = detail::buffer();
   std::byte* p = here->reserve(size);
@@ -65,9 +66,7 @@ void module_scope::end() noexcept {
   e->call_id = call_id_;
   e->parent_id = parent_id_;
   if (dyn_path_ != nullptr) {
-    const std::uint64_t len = dyn_len_;
-    std::memcpy(p + sizeof(detail::module_entry), &len, 8);
-    std::memcpy(p + sizeof(detail::module_entry) + 8, dyn_path_, dyn_len_);
+    detail::put_entry_text(p + sizeof(detail::module_entry), dyn_path_, dyn_len_);
     delete[] dyn_path_;
     dyn_path_ = nullptr;
   }

@@ -17,6 +17,7 @@
 #include <new>
 #include <vector>
 
+#include "entry_text.hpp"
 #include "kinetoscope/record_function.hpp"
 #include "registry.hpp"
 
@@ -169,7 +170,7 @@ void push_range(thread_buffer* b, std::uint8_t category, const char* static_name
   std::size_t size = sizeof(range_entry);
   if (dyn_name != nullptr) {
     flags |= range_flag_dynamic_name;
-    size += 8 + align8(dyn_len);
+    size += entry_text_size(dyn_len);
   }
   if (sequence_nr >= 0) {
     flags |= range_flag_sequence;
@@ -196,11 +197,7 @@ void push_range(thread_buffer* b, std::uint8_t category, const char* static_name
     std::memcpy(q, &begin_tid, 8);
     q += 8;
   }
-  if (flags & range_flag_dynamic_name) {
-    const std::uint64_t len = dyn_len;
-    std::memcpy(q, &len, 8);
-    std::memcpy(q + 8, dyn_name, dyn_len);
-  }
+  if (flags & range_flag_dynamic_name) put_entry_text(q, dyn_name, dyn_len);
   b->commit(size);
 }
 
