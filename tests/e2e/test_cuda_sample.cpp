@@ -3,10 +3,8 @@
 // GPU it must stop with kinetoscope's one warning, the CUDA error and status 2, writing
 // nothing; with one, its trace must hold the kernels, copies, memsets and their ac2g flows.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -17,26 +15,14 @@
 #include <sstream>
 #include <string>
 
+#include "../run_command.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct run_result {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
-
-run_result run(const std::string& command) {
-  run_result r;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.output.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using kinetoscope::test::run_command;
 
 bool has_device() {
   // The same question the sample asks, answered without CUDA: is there a driver at all?
@@ -50,7 +36,7 @@ TEST_CASE("e2e: the CUDA sample records GPU work, or says clearly why it cannot"
   REQUIRE(bin != nullptr);
   const fs::path logdir = fs::temp_directory_path() / ("kinetoscope_cuda_" + std::to_string(::getpid()));
   fs::remove_all(logdir);
-  const run_result r = run(std::string(bin) + " " + logdir.string());
+  const kinetoscope::test::command_result r = run_command(std::string(bin) + " " + logdir.string());
 
   if (!has_device()) {
     CHECK(r.status == 2);

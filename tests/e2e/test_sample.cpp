@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // End to end: run the sample CNN (the README's main job) and read what it wrote.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -16,34 +14,20 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
+
+#include "../run_command.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
+/// Runs `command` (stderr merged) and requires exit status 0; returns its output.
 std::string run(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  REQUIRE_MESSAGE(status == 0, "command failed: " << command << "\n" << out);
-  return out;
-}
-
-/// Runs a shell command; returns its exit status and output (stdout and stderr).
-std::pair<int, std::string> run_status(const std::string& command) {
-  std::string out;
-  FILE* p = ::popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 4096> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const kinetoscope::test::command_result r = kinetoscope::test::run_command(command);
+  REQUIRE_MESSAGE(r.status == 0, "command failed: " << command << "\n" << r.output);
+  return r.output;
 }
 
 std::string read_maybe_gzip(const fs::path& path) {
@@ -73,7 +57,7 @@ TEST_CASE("e2e: the sample CNN records two windows that real tools can read") {
   REQUIRE(bin != nullptr);
   const fs::path logdir = fs::temp_directory_path() / ("kinetoscope_e2e_" + std::to_string(::getpid()));
   fs::remove_all(logdir);
-  const std::string out = run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 12 2>&1");
+  const std::string out = run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 12");
 
   // the key_averages table is printed, sorted by self CPU, with FLOPs and memory columns
   CHECK(out.find("Self CPU time total:") != std::string::npos);
@@ -182,7 +166,7 @@ TEST_CASE("e2e: --with-stack writes the sample's own frames in Call stack and ex
   fs::remove_all(logdir);
   // wait 1 + warmup 1 + active 3: one window over steps 2-4.
   const std::string out =
-      run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 5 --with-stack 2>&1");
+      run(std::string(bin) + " --logdir " + logdir.string() + " --run cnn --steps 5 --with-stack");
   CHECK(out.find("Source Location") != std::string::npos);  // the by-stack table
 
   const auto files = trace_files(logdir / "cnn");
@@ -244,7 +228,7 @@ TEST_CASE("e2e: KINETOSCOPE_* variables override the sample's profile without re
     // warmup 1, active 3) would have recorded steps 2-4 into <logdir>/cnn.
     const std::string out = run("KINETOSCOPE_SCHEDULE=wait=0,warmup=1,active=2,repeat=1 KINETOSCOPE_OUTPUT_DIR=" +
                                 (logdir / "envrun").string() +
-                                " KINETOSCOPE_WITH_MODULES=0 KINETOSCOPE_USE_GZIP=1 " + bin + args + " 2>&1");
+                                " KINETOSCOPE_WITH_MODULES=0 KINETOSCOPE_USE_GZIP=1 " + bin + args);
     CHECK(out.find("step  0  loss 2.6166") != std::string::npos);
     CHECK(out.find("[WARMUP]") != std::string::npos);
     CHECK(out.find("module profile: no module scopes in this window") != std::string::npos);
@@ -268,13 +252,13 @@ TEST_CASE("e2e: KINETOSCOPE_* variables override the sample's profile without re
     CHECK(tfevents);  // the sample keeps its scalars handler in the directory it was given
   }
   SUBCASE("KINETOSCOPE_PROFILE=0 trains without the profiler") {
-    const std::string out = run("KINETOSCOPE_PROFILE=0 " + std::string(bin) + args + " 2>&1");
+    const std::string out = run("KINETOSCOPE_PROFILE=0 " + std::string(bin) + args);
     CHECK(out.find("not profiled (KINETOSCOPE_PROFILE)") != std::string::npos);
     CHECK(out.find("Self CPU time total") == std::string::npos);
     CHECK(!fs::exists(logdir / "cnn"));
   }
   SUBCASE("a bad value stops the program before it trains, naming the variable") {
-    const auto [status, out] = run_status("KINETOSCOPE_WITH_STACK=maybe " + std::string(bin) + args);
+    const auto [status, out] = kinetoscope::test::run_command("KINETOSCOPE_WITH_STACK=maybe " + std::string(bin) + args);
     CHECK(status == 1);
     CHECK(out.find("cnn_train: KINETOSCOPE_WITH_STACK: expected 1/0, true/false, yes/no or on/off, not \"maybe\"") !=
           std::string::npos);

@@ -1,9 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // `kinetoscope analyze` end to end: the real binary on real traces.
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,28 +11,20 @@
 #include <set>
 #include <string>
 
+#include "../run_command.hpp"
+
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
 
-struct run_result {
-  int status = -1;
-  std::string out;
-};
+using run_result = kinetoscope::test::command_result;
 
+/// Runs `kinetoscope <args>` (stderr merged).
 run_result run(const std::string& args) {
   const char* bin = std::getenv("KINETOSCOPE_BIN");
   REQUIRE(bin != nullptr);
-  const std::string command = std::string(bin) + " " + args + " 2>&1";
-  run_result r;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 65536> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kinetoscope::test::run_command(std::string(bin) + " " + args);
 }
 
 std::string shared_dir() {
@@ -50,8 +40,8 @@ bool close_us(double a, double b) { return std::fabs(a - b) <= std::max(1.0, 0.0
 TEST_CASE("cli: --json on resnet50_v100 matches torch-tb-profiler's overview and tables") {
   const std::string run_dir = shared_dir() + "/traces/resnet50_v100";
   const run_result r = run("analyze " + run_dir + " --span 1 --json");
-  REQUIRE_MESSAGE(r.status == 0, r.out);
-  const json got = json::parse(r.out);
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const json got = json::parse(r.output);
   const json want = json::parse(std::ifstream(shared_dir() +
       "/expected/resnet50_v100/worker0.1623143089861.pt.trace.json.gz.expected.json"));
   CHECK(got["worker"] == "worker0");
@@ -77,16 +67,16 @@ TEST_CASE("cli: --json on resnet50_v100 matches torch-tb-profiler's overview and
 TEST_CASE("cli: tables, csv and views") {
   const std::string file = shared_dir() + "/traces/two_ranks/rank0.pt.trace.json.gz";
   const run_result tables = run("analyze " + file);
-  REQUIRE_MESSAGE(tables.status == 0, tables.out);
-  CHECK(tables.out.find("Step time breakdown (us)") != std::string::npos);
-  CHECK(tables.out.find("Operators (top 20") != std::string::npos);
+  REQUIRE_MESSAGE(tables.status == 0, tables.output);
+  CHECK(tables.output.find("Step time breakdown (us)") != std::string::npos);
+  CHECK(tables.output.find("Operators (top 20") != std::string::npos);
 
   const run_result csv = run("analyze " + file + " --csv --view kernels");
-  REQUIRE_MESSAGE(csv.status == 0, csv.out);
-  CHECK(csv.out.rfind("name,calls,total_us,mean_us,max_us,min_us,blocks_per_sm,occupancy_pct,tensor_cores_used\n", 0) == 0);
-  const json j = json::parse(run("analyze " + file + " --json --view kernels").out);
+  REQUIRE_MESSAGE(csv.status == 0, csv.output);
+  CHECK(csv.output.rfind("name,calls,total_us,mean_us,max_us,min_us,blocks_per_sm,occupancy_pct,tensor_cores_used\n", 0) == 0);
+  const json j = json::parse(run("analyze " + file + " --json --view kernels").output);
   std::size_t lines = 0;
-  for (char c : csv.out) lines += c == '\n';
+  for (char c : csv.output) lines += c == '\n';
   CHECK(lines == j["kernels"]["by_name"].size() + 1);
   CHECK_FALSE(j.contains("overview"));
 }
@@ -94,11 +84,11 @@ TEST_CASE("cli: tables, csv and views") {
 TEST_CASE("cli: errors are clear and exit non-zero") {
   const run_result missing = run("analyze /nonexistent/trace.json");
   CHECK(missing.status == 1);
-  CHECK(missing.out.find("no such file or directory") != std::string::npos);
+  CHECK(missing.output.find("no such file or directory") != std::string::npos);
 
   const run_result bad_option = run("analyze x --frobnicate");
   CHECK(bad_option.status == 2);
-  CHECK(bad_option.out.find("unknown option --frobnicate") != std::string::npos);
+  CHECK(bad_option.output.find("unknown option --frobnicate") != std::string::npos);
 
   const run_result bad_view = run("analyze x --view nope");
   CHECK(bad_view.status == 2);
@@ -107,12 +97,12 @@ TEST_CASE("cli: errors are clear and exit non-zero") {
   std::ofstream(tmp) << "{\"traceEvents\": [{\"ph\": \"X\", \"name\": \"a\", \"cat\": \"cpu_op\", \"ts\": 1";
   const run_result truncated = run("analyze " + tmp.string());
   CHECK(truncated.status == 1);
-  CHECK(truncated.out.find(tmp.string()) != std::string::npos);
+  CHECK(truncated.output.find(tmp.string()) != std::string::npos);
   fs::remove(tmp);
 
   const run_result no_worker = run("analyze " + shared_dir() + "/traces/resnet50_v100 --worker nobody");
   CHECK(no_worker.status == 1);
-  CHECK(no_worker.out.find("worker0") != std::string::npos);  // lists what is available
+  CHECK(no_worker.output.find("worker0") != std::string::npos);  // lists what is available
 }
 
 #include "kinetoscope/writer/chrome_trace.hpp"
@@ -152,8 +142,8 @@ TEST_CASE("cli: --memory-range restricts the memory statistics, the curve stays 
   const fs::path file = fs::temp_directory_path() / ("ks_mem_" + std::to_string(::getpid()) + ".pt.trace.json");
   kinetoscope::write_chrome_trace_file(d, file.string());
 
-  const json all = json::parse(run("analyze " + file.string() + " --json --view memory").out);
-  const json part = json::parse(run("analyze " + file.string() + " --json --view memory --memory-range 0,50").out);
+  const json all = json::parse(run("analyze " + file.string() + " --json --view memory").output);
+  const json part = json::parse(run("analyze " + file.string() + " --json --view memory --memory-range 0,50").output);
   fs::remove(file);
   REQUIRE(all["memory"]["devices"].size() == 1);
   const json& cpu_all = all["memory"]["devices"][0];

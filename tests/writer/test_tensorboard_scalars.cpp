@@ -4,9 +4,7 @@
 // result, and a corrupted event file.
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -25,6 +23,8 @@
 #include "kinetoscope/writer/tfevents.hpp"
 #include "kinetoscope/writer/trace_handler.hpp"
 #include "writer_test_util.hpp"
+
+#include "../run_command.hpp"
 
 namespace fs = std::filesystem;
 using namespace kinetoscope;
@@ -114,23 +114,13 @@ std::vector<fs::path> files_matching(const fs::path& dir, const std::string& par
   return out;
 }
 
-struct run_result {
-  int status = -1;
-  std::string out;
-};
+using run_result = kinetoscope::test::command_result;
 
+/// Runs `kinetoscope scalars <args>` (stderr merged).
 run_result run_cli(const std::string& args) {
   const char* bin = std::getenv("KINETOSCOPE_BIN");
   REQUIRE(bin != nullptr);
-  const std::string command = std::string(bin) + " scalars " + args + " 2>&1";
-  run_result r;
-  FILE* p = ::popen(command.c_str(), "r");
-  REQUIRE(p != nullptr);
-  std::array<char, 65536> buf{};
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kinetoscope::test::run_command(std::string(bin) + " scalars " + args);
 }
 
 /// Ops per recorded step in run_profile(): train_step, aten::mm (with a nested aten::add).
@@ -281,7 +271,7 @@ TEST_CASE("tensorboard: the scalars handler writes traces and the recorded steps
   {
     const run_result r = run_cli(dir.string() + " --json");
     REQUIRE(r.status == 0);
-    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json j = nlohmann::json::parse(r.output);
     CHECK(j["errors"].empty());
     CHECK(j["corrupt_records"] == 0);
     CHECK(j["skipped_other_summaries"] == 0);
@@ -300,7 +290,7 @@ TEST_CASE("tensorboard: the scalars handler writes traces and the recorded steps
     // From the parent logdir the run is named by its directory.
     const run_result parent = run_cli(tmp.path().string() + " --json");
     REQUIRE(parent.status == 0);
-    CHECK(nlohmann::json::parse(parent.out)["runs"].contains("run"));
+    CHECK(nlohmann::json::parse(parent.output)["runs"].contains("run"));
   }
 
   // A flipped payload byte in the first step record: reported, skipped, the rest still shown.
@@ -323,7 +313,7 @@ TEST_CASE("tensorboard: the scalars handler writes traces and the recorded steps
 
     const run_result r = run_cli(bad_dir.string() + " --json");
     CHECK(r.status == 0);
-    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json j = nlohmann::json::parse(r.output);
     CHECK(j["corrupt_records"] == 1);
     CHECK_FALSE(j["errors"].empty());
     const nlohmann::json& times = j["runs"]["."]["Profiler/step_time_ms"];
@@ -335,9 +325,9 @@ TEST_CASE("tensorboard: the scalars handler writes traces and the recorded steps
 
     const run_result text = run_cli(bad.string());
     CHECK(text.status == 0);
-    CHECK(text.out.find("corrupt") != std::string::npos);
-    CHECK(text.out.find("Profiler/step_time_ms") != std::string::npos);
-    CHECK(text.out.find(" 4=") != std::string::npos);
+    CHECK(text.output.find("corrupt") != std::string::npos);
+    CHECK(text.output.find("Profiler/step_time_ms") != std::string::npos);
+    CHECK(text.output.find(" 4=") != std::string::npos);
   }
 }
 
@@ -367,5 +357,5 @@ TEST_CASE("tensorboard: a scalar error is reported after the trace file is writt
 TEST_CASE("tensorboard: kinetoscope scalars on a missing path fails") {
   const run_result r = run_cli("/nonexistent/kinetoscope-logdir --json");
   CHECK(r.status == 1);
-  CHECK(nlohmann::json::parse(r.out)["errors"].size() == 1);
+  CHECK(nlohmann::json::parse(r.output)["errors"].size() == 1);
 }
