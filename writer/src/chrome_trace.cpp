@@ -325,6 +325,21 @@ class trace_writer {
 
   void ts(std::int64_t unix_ns) { out_.time_us(unix_ns - base_ns_); }
   void dur(std::int64_t start_ns, std::int64_t end_ns) { out_.time_us(end_ns - start_ns); }
+  /// `,"pid":P,"tid":T,"ts":…`: where every event is placed.
+  void at(std::int64_t pid, std::int64_t tid, std::int64_t unix_ns) {
+    out_.lit(",\"pid\":");
+    out_.int64(pid);
+    out_.lit(",\"tid\":");
+    out_.int64(tid);
+    out_.lit(",\"ts\":");
+    ts(unix_ns);
+  }
+  /// at() and `,"dur":…` of a complete ("X") slice.
+  void span_at(std::int64_t pid, std::int64_t tid, std::int64_t start_ns, std::int64_t end_ns) {
+    at(pid, tid, start_ns);
+    out_.lit(",\"dur\":");
+    dur(start_ns, end_ns);
+  }
 
   /// Starts an event: a newline before each, a comma between them.
   void begin_event() {
@@ -472,14 +487,7 @@ class trace_writer {
                    ? "{\"ph\":\"X\",\"cat\":\"user_annotation\",\"name\":"sv
                    : "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":"sv);
       name(e.name);
-      out_.lit(",\"pid\":");
-      out_.int64(pid_);
-      out_.lit(",\"tid\":");
-      out_.int64(tid);
-      out_.lit(",\"ts\":");
-      ts(e.start_ns);
-      out_.lit(",\"dur\":");
-      dur(e.start_ns, e.end_ns);
+      span_at(pid_, tid, e.start_ns, e.end_ns);
       out_.lit(",\"args\":{\"External id\":");
       out_.int64(e.external_id);
       out_.lit(",\"Record function id\":0");
@@ -504,12 +512,7 @@ class trace_writer {
         begin_event();
         out_.raw(f.start ? "{\"ph\":\"s\",\"id\":"sv : "{\"ph\":\"f\",\"id\":"sv);
         out_.uint64(f.id);
-        out_.lit(",\"pid\":");
-        out_.int64(pid_);
-        out_.lit(",\"tid\":");
-        out_.int64(tid);
-        out_.lit(",\"ts\":");
-        ts(e.start_ns);
+        at(pid_, tid, e.start_ns);
         out_.raw(f.start ? ",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\"}"sv
                          : ",\"cat\":\"fwdbwd\",\"name\":\"fwdbwd\",\"bp\":\"e\"}"sv);
       }
@@ -593,14 +596,7 @@ class trace_writer {
       name_text += '_';
       name_text += std::to_string(m.instance);
       out_.string(name_text, string_mode::name);
-      out_.lit(",\"pid\":");
-      out_.int64(pid_);
-      out_.lit(",\"tid\":");
-      out_.int64(os_id(m.tid));
-      out_.lit(",\"ts\":");
-      ts(m.start_ns);
-      out_.lit(",\"dur\":");
-      dur(m.start_ns, m.end_ns);
+      span_at(pid_, os_id(m.tid), m.start_ns, m.end_ns);
       out_.lit(",\"args\":{\"Python parent id\":");
       if (m.parent_call_id != 0) {
         out_.int64(m.parent_call_id);
@@ -634,14 +630,7 @@ class trace_writer {
       out_.raw(c.driver ? "{\"ph\":\"X\",\"cat\":\"cuda_driver\",\"name\":"sv
                         : "{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":"sv);
       name(c.name);
-      out_.lit(",\"pid\":");
-      out_.int64(pid_);
-      out_.lit(",\"tid\":");
-      out_.int64(tid);
-      out_.lit(",\"ts\":");
-      ts(c.start_ns);
-      out_.lit(",\"dur\":");
-      dur(c.start_ns, c.end_ns);
+      span_at(pid_, tid, c.start_ns, c.end_ns);
       out_.lit(",\"args\":{");
       if (c.external_id != 0) {
         out_.lit("\"External id\":");
@@ -659,12 +648,7 @@ class trace_writer {
         begin_event();
         out_.lit("{\"ph\":\"s\",\"id\":");
         out_.int64(c.correlation);
-        out_.lit(",\"pid\":");
-        out_.int64(pid_);
-        out_.lit(",\"tid\":");
-        out_.int64(tid);
-        out_.lit(",\"ts\":");
-        ts(c.start_ns);
+        at(pid_, tid, c.start_ns);
         out_.lit(",\"cat\":\"ac2g\",\"name\":\"ac2g\"}");
       }
     }
@@ -691,14 +675,7 @@ class trace_writer {
       } else {
         name(a.name);
       }
-      out_.lit(",\"pid\":");
-      out_.int64(a.device);
-      out_.lit(",\"tid\":");
-      out_.int64(a.stream);
-      out_.lit(",\"ts\":");
-      ts(a.start_ns);
-      out_.lit(",\"dur\":");
-      dur(a.start_ns, a.end_ns);
+      span_at(a.device, a.stream, a.start_ns, a.end_ns);
       out_.lit(",\"args\":{");
       if (a.external_id != 0) {
         out_.lit("\"External id\":");
@@ -753,12 +730,7 @@ class trace_writer {
         begin_event();
         out_.lit("{\"ph\":\"f\",\"id\":");
         out_.int64(a.correlation);
-        out_.lit(",\"pid\":");
-        out_.int64(a.device);
-        out_.lit(",\"tid\":");
-        out_.int64(a.stream);
-        out_.lit(",\"ts\":");
-        ts(a.start_ns);
+        at(a.device, a.stream, a.start_ns);
         out_.lit(",\"cat\":\"ac2g\",\"name\":\"ac2g\",\"bp\":\"e\"}");
       }
     }
@@ -770,14 +742,7 @@ class trace_writer {
       begin_event();
       out_.lit("{\"ph\":\"X\",\"cat\":\"gpu_user_annotation\",\"name\":");
       name(e.name);
-      out_.lit(",\"pid\":");
-      out_.int64(s.device);
-      out_.lit(",\"tid\":");
-      out_.int64(s.stream);
-      out_.lit(",\"ts\":");
-      ts(s.start_ns - 1);
-      out_.lit(",\"dur\":");
-      dur(s.start_ns - 1, s.end_ns + 1);
+      span_at(s.device, s.stream, s.start_ns - 1, s.end_ns + 1);
       out_.lit(",\"args\":{\"External id\":");
       out_.int64(e.external_id);
       out_.lit("}}");
