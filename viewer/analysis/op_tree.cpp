@@ -139,6 +139,7 @@ void builder::pass1() {
         case event_type::memcpy:
         case event_type::memset: ++devices; break;
         case event_type::runtime: ++runtimes; break;
+        case event_type::driver: runtimes += opt_.driver_as_runtime; break;
         case event_type::op:
         case event_type::user_annotation:
         case event_type::python:
@@ -210,6 +211,9 @@ void builder::pass1() {
         }
         break;
       }
+      case event_type::driver:
+        if (!opt_.driver_as_runtime) break;
+        [[fallthrough]];
       case event_type::runtime: {
         t_.has_runtime = true;
         ++t_.stats.runtimes;

@@ -158,6 +158,10 @@ struct op_tree_options {
   /// host node to the deepest node of its thread whose [start, end] contains the runtime start.
   /// Default off = the plugin's numbers.
   bool time_containment_fallback = false;
+  /// Beyond parity: `cuda_driver` calls link their kernels like runtime calls. The plugin drops
+  /// them, so kernels launched through the driver API (cuBLAS's cuLaunchKernel in PyTorch 2.x,
+  /// Triton) belong to no operator there. Default off = the plugin's numbers.
+  bool driver_as_runtime = false;
   /// Run the backward regrouping of §3.6 (the plugin always does when the trace has flows and
   /// module nodes). Off keeps backward ops where time nesting put them.
   bool backward_regrouping = true;

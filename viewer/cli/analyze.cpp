@@ -471,7 +471,8 @@ std::string analyze_usage() {
          "  --csv     the chosen view's table as CSV (default view: operators)\n"
          "  --improved  fix the plugin's blind spots: every nccl:*/gloo:* is communication, GPU\n"
          "            annotations are not host time, kernels are attributed by time when ids\n"
-         "            do not match (default: torch-tb-profiler's numbers exactly)\n";
+         "            do not match, kernels launched through the driver API (cuda_driver) belong\n"
+         "            to their operator (default: torch-tb-profiler's numbers exactly)\n";
 }
 
 int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -497,6 +498,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     an::overview_options overview_options;
     if (a.improved) {
       tree_options.time_containment_fallback = true;
+      tree_options.driver_as_runtime = true;
       overview_options = an::overview_options::improved();
     }
     const an::op_trees trees = an::build_op_tree(model, tree_options);
