@@ -4,23 +4,28 @@
 # they need except glibc's and the NVIDIA driver's, into one folder that is copied as it is to a
 # GPU machine which has none of our Debian packages; scripts/gpu-check.sh then runs from it.
 #
-#   scripts/gpu-bundle.sh [OUTDIR]    (default .gpu-bundle, ignored by git)
+#   scripts/gpu-bundle.sh [--no-build] [OUTDIR]   (default .gpu-bundle, ignored by git)
 #   KINETOSCOPE_BUNDLE_BUILD=DIR      build folder to use (default build-gpu)
+#   --no-build                        collect what DIR holds (the test suite bundles its build)
 #
 # Layout: bin/<program> (a wrapper that sets LD_LIBRARY_PATH=lib), bin/.real/<program>, lib/,
 # scripts/gpu-check.sh, scripts/gpu/*.py. libcupti.so.13 is bundled too: the CUPTI backend
 # dlopens it, so ldd does not list it. libcuda.so.1 is never bundled (it must be the driver's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_it=1
+if [ "${1:-}" = --no-build ]; then build_it=0; shift; fi
 out=${1:-.gpu-bundle}
 build=${KINETOSCOPE_BUNDLE_BUILD:-build-gpu}
 programs=(viewer/kinetoscope samples/cuda_sample samples/cuda_stress samples/cnn_train
           tests/gpu_trace_check tests/test_e2e_cuda)
 
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" --buildtype=release -Dtests=enabled -Dcupti=enabled
+if [ "$build_it" = 1 ]; then
+  if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" --buildtype=release -Dtests=enabled -Dcupti=enabled
+  fi
+  ninja -C "$build" "${programs[@]}"
 fi
-ninja -C "$build" "${programs[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/bin/.real" "$out/lib" "$out/scripts/gpu"

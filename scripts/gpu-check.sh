@@ -62,8 +62,9 @@ run() {
 
 main() {
 echo "== machine"
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, torch.cuda.get_device_name(0))' || true
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null || echo "nvidia-smi: none"
+python3 -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, torch.cuda.get_device_name(0))' \
+  2>/dev/null || echo "python3: no torch with a GPU"
 
 if [ ! -e /dev/nvidiactl ] && ! command -v nvidia-smi > /dev/null; then
   # Everything up to the GPU: the bundle's programs start on this machine and say why not.
@@ -169,7 +170,7 @@ checked server 120 python3 "$py/server_check.py" "$bin/kinetoscope" "$work/torch
 echo "== c. TensorBoard"
 if run cnn_train 120 "$bin/cnn_train" --logdir "$work/tb" --run cnn --steps 6 > "$work/cnn.txt" 2>&1; then
   "$bin/kinetoscope" scalars --json "$work/tb" > "$work/scalars.json"
-  checked tensorboard 180 python3 "$py/tb_check.py" "$work/tb" "$work/scalars.json"
+  checked tensorboard 180 python3 "$py/tb_check.py" "$work/tb" "$work/scalars.json" "$work/tensorboard_read.json"
 else
   result FAIL "cnn_train runs" "$(tail -n 3 "$work/cnn.txt" | tr '\n' ' ')"
 fi
@@ -179,7 +180,7 @@ echo "== collecting into $out"
 # cuda_stress's full traces (~12 000 kernels a window) stay here; its truth and the small run go.
 (cd "$work/kineto" && tar czf "$out/kinetoscope_traces.tar.gz" cuda_sample cuda_stress_small cuda_stress/truth.json) || true
 [ -f "$work/memory_snapshot.pickle" ] && gzip -c "$work/memory_snapshot.pickle" > "$out/memory_snapshot.pickle.gz"
-(cd "$work" && tar czf "$out/analyze.tar.gz" analyze_*.json torch_overhead.json scalars.json tb 2>/dev/null) || true
+(cd "$work" && tar czf "$out/analyze.tar.gz" analyze_*.json torch_overhead.json scalars.json tensorboard_read.json tb 2>/dev/null) || true
 ls -la "$out"
 echo "gpu-check: $passed passed, $failed failed"
 rm -rf "$work"

@@ -7,7 +7,9 @@
    /data/plugin/scalars/tags, and serves one tag's points at /data/plugin/scalars/scalars.
 Prints PASS/FAIL lines.
 
-usage: tb_check.py LOGDIR SCALARS.json
+usage: tb_check.py LOGDIR SCALARS.json [DUMP.json]
+DUMP.json receives what EventAccumulator read, in the shape of `kinetoscope scalars --json`
+({"runs": {run: {tag: [[step, wall_time, value], ...]}}}): the fixture tests compare with it.
 """
 import json
 import math
@@ -31,10 +33,12 @@ def main():
     with open(scalars_path) as f:
         ours = json.load(f)["runs"]
     ok = bool(ours)
+    dump = {"runs": {}}
     for run, tags in ours.items():
         ea = event_accumulator.EventAccumulator(os.path.join(logdir, run), size_guidance={event_accumulator.SCALARS: 0})
         ea.Reload()
         theirs = ea.Tags()["scalars"]
+        dump["runs"][run] = {t: [[e.step, e.wall_time, e.value] for e in ea.Scalars(t)] for t in theirs}
         mismatches = []
         points = 0
         for tag, series in tags.items():
@@ -57,6 +61,10 @@ def main():
         print(f"{'PASS' if good else 'FAIL'} tensorboard event_accumulator {run}: {len(theirs)} tags, {points} points "
               f"equal to kinetoscope scalars" + (f"; {mismatches[:3]}" if mismatches else "")
               + (f"; tags only tensorboard sees: {extra}" if extra else ""), flush=True)
+
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "w") as f:
+            json.dump(dump, f, indent=1)
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -739,12 +739,14 @@ void builder::regroup_backward() {
     for (auto c : t_.nodes[th.root].children) traverse(traverse, th.root, c);
   if (modules.empty()) return;
   std::vector<std::uint32_t> backward_nodes;
+  std::unordered_map<std::uint32_t, std::uint32_t> removed_from;  // backward root -> its parent
   for (auto p : parent_order) {
     const auto& removed = backward_by_parent[p];
     std::unordered_set<std::uint32_t> rm(removed.begin(), removed.end());
     auto& ch = t_.nodes[p].children;
     ch.erase(std::remove_if(ch.begin(), ch.end(), [&](std::uint32_t c) { return rm.count(c) > 0; }), ch.end());
     backward_nodes.insert(backward_nodes.end(), removed.begin(), removed.end());
+    for (auto b : removed) removed_from.emplace(b, p);
   }
   if (backward_nodes.empty()) return;
 
@@ -790,10 +792,26 @@ void builder::regroup_backward() {
     fwd_to_group[fwd_ts] = std::move(g->second);
     groups.erase(g);
   }
-  t_.stats.backward_groups_lost += groups.size();
+  if (!opt_.keep_unresolved_backward) t_.stats.backward_groups_lost += groups.size();
 
   std::vector<std::uint32_t> backward_modules;
+  for (auto b : backward_nodes) t_.nodes[b].parent = no_index;  // placed ones get a backward node
   for (auto mod : modules) build_backward_module(mod, no_index, fwd_to_group, backward_modules);
+  if (opt_.keep_unresolved_backward) {
+    // Groups no flow resolved, and resolved groups whose forward op lies outside every module
+    // (the loss of `F.cross_entropy(model(x), y)`): back under the parent they were taken
+    // from, in time order (children are sorted by start).
+    for (auto b : backward_nodes) {
+      if (t_.nodes[b].parent != no_index) continue;
+      const std::uint32_t p = removed_from.at(b);
+      auto& ch = t_.nodes[p].children;
+      const auto at = std::lower_bound(ch.begin(), ch.end(), b, [&](std::uint32_t x, std::uint32_t y) {
+        return t_.nodes[x].start < t_.nodes[y].start;
+      });
+      ch.insert(at, b);
+      t_.nodes[b].parent = p;
+    }
+  }
   for (const auto& th : t_.threads) {
     if (main_tid_ && th.tid == *main_tid_) {
       insert_backward_modules(th.root, backward_modules);

@@ -162,6 +162,10 @@ struct op_tree_options {
   /// them, so kernels launched through the driver API (cuBLAS's cuLaunchKernel in PyTorch 2.x,
   /// Triton) belong to no operator there. Default off = the plugin's numbers.
   bool driver_as_runtime = false;
+  /// Beyond parity: backward groups that no forward op's flow resolves (the loss's backward
+  /// when the loss is computed outside every module, as with `F.cross_entropy(model(x), y)`)
+  /// stay where time nesting put them. The plugin drops them from every statistic.
+  bool keep_unresolved_backward = false;
   /// Run the backward regrouping of §3.6 (the plugin always does when the trace has flows and
   /// module nodes). Off keeps backward ops where time nesting put them.
   bool backward_regrouping = true;

@@ -472,7 +472,8 @@ std::string analyze_usage() {
          "  --improved  fix the plugin's blind spots: every nccl:*/gloo:* is communication, GPU\n"
          "            annotations are not host time, kernels are attributed by time when ids\n"
          "            do not match, kernels launched through the driver API (cuda_driver) belong\n"
-         "            to their operator (default: torch-tb-profiler's numbers exactly)\n";
+         "            to their operator, backward ops whose forward op lies outside every module\n"
+         "            are kept (default: torch-tb-profiler's numbers exactly)\n";
 }
 
 int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -499,6 +500,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     if (a.improved) {
       tree_options.time_containment_fallback = true;
       tree_options.driver_as_runtime = true;
+      tree_options.keep_unresolved_backward = true;
       overview_options = an::overview_options::improved();
     }
     const an::op_trees trees = an::build_op_tree(model, tree_options);
