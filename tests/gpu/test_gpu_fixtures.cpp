@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "../run_command.hpp"
+#include "analysis/loader.hpp"
+#include "server/timeline.hpp"
 #include "trace_check.hpp"
 
 namespace fs = std::filesystem;
@@ -339,4 +341,30 @@ TEST_CASE("GPU fixtures: what real TensorBoard read from cnn_train's event file,
   REQUIRE(theirs["runs"].size() == 1);
   REQUIRE(theirs["runs"]["cnn"].size() == 12);
   CHECK(ours["runs"] == theirs["runs"]);  // same tags, steps, wall times and values, exactly
+}
+
+TEST_CASE("GPU fixtures: the timeline links kernels launched through the driver API to their launch") {
+  // PyTorch 2.11's cuBLAS launches its cutlass GEMM kernels with cuLaunchKernel (cuda_driver);
+  // the trace's ac2g arrows join them, and the Trace view must too, both ways, and the
+  // operator (aten::addmm / aten::mm) lists them among the kernels it launches.
+  const fs::path dir = data_dir() / "pytorch-2.11-h200" / "ddp_gloo";
+  auto loaded = kinetoscope::analysis::load_trace(gc::trace_files(dir.string()).at(0));
+  REQUIRE(loaded.ok());
+  const kinetoscope::analysis::trace_model& m = *loaded.model;
+  const kinetoscope::server::timeline tl(m);
+  int driver_kernels = 0;
+  for (std::uint32_t i = 0; i < m.events.size(); ++i) {
+    const auto& e = m.events[i];
+    if (e.type != kinetoscope::analysis::event_type::kernel || !m.str(e.name).starts_with("void cutlass::")) continue;
+    const json ev = json::parse(*tl.event_json(i));
+    REQUIRE(ev["flows"].size() == 1);
+    CHECK(ev["flows"][0]["relation"] == "launched by");
+    CHECK(ev["flows"][0]["name"] == "cuLaunchKernel");
+    const json launch = json::parse(*tl.event_json(ev["flows"][0]["id"].get<std::uint32_t>()));
+    REQUIRE(launch["flows"].size() == 1);
+    CHECK(launch["flows"][0]["relation"] == "launches");
+    CHECK(launch["flows"][0]["id"] == i);
+    ++driver_kernels;
+  }
+  CHECK(driver_kernels == 6);  // the trace's six cuLaunchKernel calls
 }

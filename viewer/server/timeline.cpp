@@ -690,7 +690,9 @@ void timeline::impl::build_flow_indexes() const {
   const auto& evs = model.events;
   for (std::uint32_t i = 0; i < evs.size(); ++i) {
     const event& e = evs[i];
-    if (e.type == event_type::runtime) {
+    // Driver calls launch too (cuLaunchKernel: cuBLAS in PyTorch 2.x, Triton): the file's ac2g
+    // arrows link them like runtime calls, and so does the timeline.
+    if (e.type == event_type::runtime || e.type == event_type::driver) {
       if (e.correlation != 0) corr_runtime.emplace_back(e.correlation, i);
       if (e.external_id != 0) ext_runtime.emplace_back(e.external_id, i);
     } else if (is_gpu_work(e.type) && e.correlation != 0) {
@@ -944,7 +946,7 @@ std::optional<std::string> timeline::event_json(std::uint32_t id) const {
   };
   if (is_gpu_work(e.type) && e.correlation != 0) {
     each(d.corr_runtime, e.correlation, [&](std::uint32_t r) { flow(r, "launched by"); });
-  } else if (e.type == event_type::runtime && e.correlation != 0) {
+  } else if ((e.type == event_type::runtime || e.type == event_type::driver) && e.correlation != 0) {
     each(d.corr_gpu, e.correlation, [&](std::uint32_t g) { flow(g, "launches"); });
   } else if ((e.type == event_type::op || (e.type == event_type::user_annotation && !e.gpu_annotation)) &&
              e.external_id != 0) {
