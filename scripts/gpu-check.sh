@@ -49,13 +49,14 @@ prefixed() {
   sed "s#^\(PASS\|FAIL\) #\1 $label${label:+ }#" "$file" | count_lines
   if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$file"; then result FAIL "${label:-$1}" "exit $rc: $(tail -n 2 "$file" | tr '\n' ' ')"; fi
 }
-# run NAME SECONDS CMD...: runs CMD under a time limit; a limit hit is a hang.
+# run NAME SECONDS CMD...: runs CMD under a time limit; a limit hit is a hang. It counts
+# nothing: every caller turns a non-zero status into one FAIL line.
 run() {
   local name=$1 limit=$2; shift 2
   local t0=$SECONDS
   timeout -k 5 "$limit" "$@"
   local rc=$?
-  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then result FAIL "$name" "no exit within ${limit}s (hang)" >&2; fi
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then echo "HANG $name: no exit within ${limit}s" >&2; fi
   echo "[$name: exit $rc after $((SECONDS - t0))s]" >&2
   return "$rc"
 }
@@ -108,9 +109,11 @@ if run cuda_stress_off 180 "$bin/cuda_stress" "$work/off" --no-profile > "$work/
   off_ms=$(sed -n 's/.* in 12 steps, \([0-9.]*\) ms wall.*/\1/p' "$work/off.txt")
   writing=$(sed -n 's/.*, \([0-9]*\) ms of it writing traces.*/\1/p' "$work/cuda_stress.txt")
   echo "overhead: workload wall time profile off ${off_ms} ms, on ${on_ms} ms (of which ${writing} ms writing 3 traces)"
+else
+  result FAIL "cuda_stress --no-profile runs" "$(tail -n 3 "$work/off.txt" | tr '\n' ' ')"
 fi
 # Three times: the spread says how far one figure can be trusted.
-for i in 1 2; do run launch_bench 120 "$bin/cuda_stress" --launch-bench 20000 2>&1; done
+for i in 1 2; do run launch_bench 120 "$bin/cuda_stress" --launch-bench 20000 2>&1 || result FAIL "launch cost run $i" "exit $?"; done
 if run launch_bench 120 "$bin/cuda_stress" --launch-bench 20000 > "$work/launch.txt" 2>&1; then
   # Every launch of the two recorded passes must be in the window: "N of N kernels recorded".
   if grep -Eq '; ([0-9]+) of \1 kernels recorded' "$work/launch.txt"; then
