@@ -18,7 +18,7 @@
 std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
 
 #ifndef KINETOSCOPE_SHARED_DIR
-#define KINETOSCOPE_SHARED_DIR "../shared"
+#define KINETOSCOPE_SHARED_DIR "tests/data/real"
 #endif
 
 namespace bench {
@@ -38,8 +38,8 @@ inline big_trace_args parse_big_trace_args(int argc, char** argv) {
   return a;
 }
 
-/// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_SHARED or the
-/// shared folder beside the source tree).
+/// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_SHARED, else
+/// the repository's tests/data/real).
 inline std::string big_trace_input() {
   const char* shared = std::getenv("KINETOSCOPE_SHARED");
   return std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +

@@ -30,7 +30,7 @@
 #include <vector>
 
 #ifndef KINETOSCOPE_SHARED_DIR
-#define KINETOSCOPE_SHARED_DIR "../shared"
+#define KINETOSCOPE_SHARED_DIR "tests/data/real"
 #endif
 
 namespace {
