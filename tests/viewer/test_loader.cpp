@@ -19,6 +19,7 @@
 
 #include "analysis/loader.hpp"
 #include "analysis/loader_stats.hpp"
+#include "analysis/op_tree.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
@@ -527,7 +528,7 @@ TEST_CASE("loader: bad events load with warnings counted") {
   }
   SUBCASE("huge numbers") {
     const trace_model m = load_ok(R"J({"traceEvents": [
-      {"ph": "X", "cat": "cuda_runtime", "name": "r", "pid": 1, "tid": 1, "ts": 1e308, "dur": 1e308,
+      {"ph": "X", "cat": "cuda_runtime", "name": "r", "pid": 1, "tid": 1, "ts": 1e15, "dur": 1e3,
        "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808}},
       {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1,
        "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808, "device": 1e400}},
@@ -538,12 +539,47 @@ TEST_CASE("loader: bad events load with warnings counted") {
     const event* k = find_event(m, "k");
     REQUIRE(r != nullptr);
     REQUIRE(k != nullptr);
-    CHECK(r->ts == 1e308);
+    CHECK(r->ts == 1e15);
     CHECK(r->external_id == k->external_id);  // still matched
     CHECK(r->correlation == k->correlation);
     CHECK(r->external_id == -1);              // two's-complement bits of 2^64-1
     CHECK(warnings(m, "id beyond int64") == 4);
     CHECK(m.events[0].ts < 0);                // sorted: -1e-300 first
+  }
+  SUBCASE("times outside the model's range are dropped with a warning naming the event") {
+    // ts and ts + dur must fit a signed 64-bit µs count, [-2^63, 2^63).
+    const std::string text = R"J({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "e19", "pid": 1, "tid": 1, "ts": 1e19, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "e308", "pid": 1, "tid": 1, "ts": 1e308, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "digits", "pid": 1, "tid": 1, "ts": 123456789012345678901234567890, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 1, "ts": 20, "dur": 1e300},
+      {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": -1e19, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "string", "pid": 1, "tid": 1, "ts": "9223372036854775808", "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "edge", "pid": 1, "tid": 1, "ts": 9223372036854774784, "dur": 0},
+      {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1e19, "args": {"Bytes": 4}},
+      {"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 1e19, "cat": "fwdbwd", "name": "fwdbwd"}
+    ]})J";
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CAPTURE(window);
+      const trace_model m = load_ok(text, {.window_bytes = window});
+      REQUIRE(m.events.size() == 2);
+      CHECK(m.str(m.events[0].name) == "ok");
+      CHECK(m.str(m.events[1].name) == "edge");  // the largest double below 2^63
+      CHECK(m.memory.empty());
+      CHECK(m.fwdbwd.empty());
+      CHECK(warnings(m, "time out of range, event dropped") == 8);
+      CHECK(m.diagnostics.events_by_category.at("cpu_op") == 8);  // still counted as read
+      const std::vector<std::string> expected_first{
+          "event #1: time out of range, event dropped (ts)", "event #2: time out of range, event dropped (ts)",
+          "event #3: time out of range, event dropped (ts)", "event #4: time out of range, event dropped (dur)"};
+      REQUIRE(m.diagnostics.messages.size() >= 4);
+      CHECK(std::vector<std::string>(m.diagnostics.messages.begin(), m.diagnostics.messages.begin() + 4) ==
+            expected_first);
+      const auto trees = build_op_tree(m);  // used to read past its stack here
+      REQUIRE(trees.threads.size() == 1);
+      CHECK(trees.nodes[trees.threads[0].root].children.size() == 2);
+    }
   }
   SUBCASE("invalid UTF-8 inside a name") {
     const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\xff\xfe name\", "

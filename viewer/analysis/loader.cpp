@@ -261,6 +261,15 @@ void reader::finish_event() {
       has_iter_ = true;
     }
   }
+  // Times must fit the model's range: µs that fit a signed 64-bit integer, the span the operator
+  // tree's root covers (and the plugin's). Beyond it (1e19, 1e308, a 30-digit integer) an event
+  // could not be placed in any tree, so it is dropped with a warning naming the event.
+  const bool placed = ph == 'X' || ((ph == 'i' || ph == 'I') && p.name == "[memory]") ||
+                      ((ph == 's' || ph == 'f') && p.has_cat && c.info.fwdbwd);
+  if (placed && (!time_in_model_range(p.ts) || (ph == 'X' && !time_in_model_range(p.ts + p.dur)))) {
+    warn("time out of range, event dropped", ph == 'X' && time_in_model_range(p.ts) ? "dur" : "ts");
+    return;
+  }
   if (ph == 'X') {
     event ev;
     if (p.has_cat) {

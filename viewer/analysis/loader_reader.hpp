@@ -410,6 +410,10 @@ class reader {
     return ec == std::errc() && ptr == e && b != e;
   }
 
+  /// True when `t` µs fits the model's range, [-2^63, 2^63) (a signed 64-bit µs count); false
+  /// for NaN and infinities.
+  static bool time_in_model_range(double t) noexcept { return t >= -0x1p63 && t < 0x1p63; }
+
   static bool parse_double_text(std::string_view s, double& out) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
