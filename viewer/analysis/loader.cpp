@@ -12,7 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -245,6 +249,25 @@ void reader::emit_deferred(event_type type) {
   }
 }
 
+void reader::saturate_memory_sizes(memory_args& mem) {
+  // ±2^53 bytes (8 PiB) is beyond any device and keeps sizes, their negations and the curve's
+  // doubles exact; larger values (Bytes = -2^63, Total Allocated = 1e308) are saturated.
+  constexpr std::int64_t limit = std::int64_t{1} << 53;
+  constexpr double limit_d = static_cast<double>(limit);
+  if (mem.bytes > limit || mem.bytes < -limit) {
+    mem.bytes = mem.bytes > 0 ? limit : -limit;
+    warn("memory size out of range, saturated", "Bytes");
+  }
+  if (std::abs(mem.total_allocated) > limit_d) {
+    mem.total_allocated = std::copysign(limit_d, mem.total_allocated);
+    warn("memory size out of range, saturated", "Total Allocated");
+  }
+  if (std::abs(mem.total_reserved) > limit_d) {
+    mem.total_reserved = std::copysign(limit_d, mem.total_reserved);
+    warn("memory size out of range, saturated", "Total Reserved");
+  }
+}
+
 void reader::finish_event() {
   pending& p = p_;
   const std::size_t slot = p.has_cat ? category_slot(p.cat, true) : category_slot(p.has_ph ? p.ph : "", false);
@@ -324,6 +347,7 @@ void reader::finish_event() {
     ev.name = m_.intern(p.name);
     ev.extra = static_cast<std::uint32_t>(m_.memory.size());
     if (!p.has_ts) warn("missing ts");
+    saturate_memory_sizes(p.mem);
     m_.memory.push_back(p.mem);
     emit_deferred(ev.type);
     m_.events.push_back(ev);

@@ -565,6 +565,7 @@ class reader {
   error_code read_event(od::value& v);
   error_code read_args(od::value& v);
   void finish_event();
+  void saturate_memory_sizes(memory_args& mem);
   void emit_deferred(event_type type);
   std::size_t category_slot(std::string_view text, bool is_cat);
 
