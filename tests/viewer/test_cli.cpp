@@ -125,6 +125,23 @@ TEST_CASE("cli: events beyond 2^63 us are dropped with a warning, the other view
   fs::remove(tmp);
 }
 
+TEST_CASE("cli: --max_file_size refuses bigger traces with a clear error") {
+  const fs::path tmp = fs::temp_directory_path() / ("ks_cli_size_" + std::to_string(::getpid()) + ".pt.trace.json");
+  std::ofstream(tmp) << R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})J"
+                     << std::string(2000, ' ');
+  const run_result refused = run("analyze " + tmp.string() + " --max_file_size 1K");
+  CHECK(refused.status == 1);
+  CHECK(refused.output == "kinetoscope analyze: " + tmp.string() +
+                              ": trace text larger than the limit of 1024 bytes (--max_file_size)\n");
+  const run_result allowed = run("analyze " + tmp.string() + " --max_file_size 4KiB");
+  CHECK(allowed.status == 0);
+  CHECK(allowed.output.find("aten::mm") != std::string::npos);
+  const run_result bad = run("analyze " + tmp.string() + " --max_file_size 1.5G");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--max_file_size wants a size in bytes") != std::string::npos);
+  fs::remove(tmp);
+}
+
 #include "kinetoscope/writer/chrome_trace.hpp"
 
 TEST_CASE("cli: --memory-range restricts the memory statistics, the curve stays whole") {

@@ -503,6 +503,64 @@ TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
   }
 }
 
+TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it inflates") {
+  const std::string small = R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})J";
+  SUBCASE("plain text: the limit is inclusive") {
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CHECK(load_ok(small, {.window_bytes = window, .max_text_bytes = small.size()}).events.size() == 1);
+      const load_error e = load_fails(small, {.window_bytes = window, .max_text_bytes = small.size() - 1});
+      CHECK(e.reason == "trace text larger than the limit of " + std::to_string(small.size() - 1) +
+                            " bytes (--max_file_size)");
+      CHECK(e.message() == "bad.json: " + e.reason);
+    }
+  }
+  SUBCASE("a gzip bomb: 40 MB of text from a small file") {
+    // Valid JSON, so the streamed path would take it whole; the limit stops it at 1 MiB.
+    std::string text = R"J({"traceEvents": [)J" + std::string(std::size_t{40} << 20, ' ') + small.substr(17);
+    const std::string gz = gzip_bytes(text);
+    REQUIRE(gz.size() < text.size() / 500);
+    const std::string expected = "trace text larger than the limit of 1048576 bytes (--max_file_size)";
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CAPTURE(window);
+      CHECK(load_fails(gz, {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20}).reason == expected);
+      CHECK(load_ok(gz, {.window_bytes = window}).events.size() == 1);  // the default (16 GiB) takes it
+    }
+    const fs::path file = fs::temp_directory_path() / ("ks_bomb_" + std::to_string(::getpid()) + ".pt.trace.json.gz");
+    std::ofstream(file, std::ios::binary) << gz;
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const load_result r = load_trace(file.string(), {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20});
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error->reason == expected);
+    }
+    const fs::path plain = fs::temp_directory_path() / ("ks_big_" + std::to_string(::getpid()) + ".pt.trace.json");
+    std::ofstream(plain, std::ios::binary) << text;
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const load_result r = load_trace(plain.string(), {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20});
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error->reason == expected);
+    }
+    fs::remove(file);
+    fs::remove(plain);
+  }
+  SUBCASE("sizes as the flags take them") {
+    CHECK(parse_byte_size("1000") == 1000u);
+    CHECK(parse_byte_size("16G") == std::uint64_t{16} << 30);
+    CHECK(parse_byte_size("16g") == std::uint64_t{16} << 30);
+    CHECK(parse_byte_size("512MiB") == std::uint64_t{512} << 20);
+    CHECK(parse_byte_size("2KB") == 2048u);
+    CHECK(parse_byte_size("3T") == std::uint64_t{3} << 40);
+    CHECK(parse_byte_size("7B") == 7u);
+    CHECK(parse_byte_size("8388608T") == std::uint64_t{1} << 63);
+    CHECK_FALSE(parse_byte_size("8388609T").has_value());
+    CHECK_FALSE(parse_byte_size("").has_value());
+    CHECK_FALSE(parse_byte_size("G").has_value());
+    CHECK_FALSE(parse_byte_size("-1").has_value());
+    CHECK_FALSE(parse_byte_size("1.5G").has_value());
+    CHECK_FALSE(parse_byte_size("12 G").has_value());
+    CHECK_FALSE(parse_byte_size("1P").has_value());
+  }
+}
+
 TEST_CASE("loader: bad events load with warnings counted") {
   SUBCASE("wrong types, missing name, non-object event") {
     const trace_model m = load_ok(R"J({"traceEvents": [

@@ -739,6 +739,17 @@ void reader::finish() {
   }
 }
 
+static std::string too_large(std::uint64_t limit) {
+  return "trace text larger than the limit of " + std::to_string(limit) + " bytes (--max_file_size)";
+}
+
+/// gunzip()'s output limit for `max_text_bytes`: one byte more, so that exceeding it shows.
+static std::size_t inflate_limit(std::uint64_t max_text_bytes) {
+  return max_text_bytes >= static_cast<std::uint64_t>(static_cast<std::size_t>(-1) - 1)
+             ? static_cast<std::size_t>(-1)
+             : static_cast<std::size_t>(max_text_bytes) + 1;
+}
+
 static std::size_t events_estimate(std::size_t text_size) { return text_size / 160 + 16; }
 
 static load_result error_result(const std::string& name, std::string reason, std::uint64_t offset = 0) {
@@ -830,17 +841,23 @@ static std::size_t stream_chunk(const load_options& o) { return o.window_bytes *
 /// damaged or unusual file): the caller then loads the whole text the usual way, which repairs
 /// what it can and reports errors with their exact position.
 static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src, std::size_t size_hint,
-                                                const load_options& options) {
+                                                const std::string& name, const load_options& options) {
   const std::size_t window = options.window_bytes;
+  std::atomic<bool> exceeded{false};
+  src = std::make_unique<limited_source>(std::move(src), options.max_text_bytes, &exceeded);
   // The gap holds the tail carried from one chunk to the next: a window plus the separator scan.
   text_stream stream(std::move(src), stream_chunk(options), window + (std::size_t{96} << 10));
   trace_model model;
   try {
-    if (size_hint > 0) model.events.reserve(events_estimate(size_hint));
+    if (size_hint > 0) model.events.reserve(events_estimate(std::min(size_hint, options.max_text_bytes)));
   } catch (const std::bad_alloc&) {
   }
   reader r(model, stream);
-  if (!r.run_streamed(window)) return std::nullopt;
+  if (!r.run_streamed(window)) {
+    stream.close();  // joins the producer
+    if (exceeded.load()) return error_result(name, too_large(options.max_text_bytes));
+    return std::nullopt;
+  }
   std::vector<std::string> warnings;
   if (!stream.warning().empty()) warnings.push_back(stream.warning());
   stream.close();
@@ -857,7 +874,9 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
   const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
   if (is_gzip(bytes, raw.size())) {
     const std::size_t isize = gzip_isize(bytes, raw.size());
-    if (isize >= async_min_bytes && isize >= raw.size()) {  // inflate on a thread while parsing
+    if (raw.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
+    // (An ISIZE over the limit goes the bounded way below, which counts what really comes out.)
+    if (isize >= async_min_bytes && isize >= raw.size() && isize <= options.max_text_bytes) {  // inflate on a thread while parsing
       text_buffer text;
       if (text.reserve(isize)) {
         text.set_size(isize);
@@ -876,7 +895,8 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
       }
     }
     text_buffer text;
-    const gzip_status st = gunzip(bytes, raw.size(), text);
+    const gzip_status st = gunzip(bytes, raw.size(), text, inflate_limit(options.max_text_bytes));
+    if (text.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
     if (!st.ok) return error_result(name, st.reason, st.offset);
     if (st.trailing_garbage) warnings.emplace_back("trailing bytes after the gzip stream ignored");
     raw.release();
@@ -884,6 +904,7 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
     text.seal();
     return parse_text(text, name, options, std::move(warnings));
   }
+  if (raw.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
   raw.seal();
   return parse_text(raw, name, options, std::move(warnings));
 }
@@ -901,6 +922,10 @@ static std::optional<load_result> load_plain_async(const std::string& path, cons
     return std::nullopt;
   }
   const auto size = static_cast<std::size_t>(sb.st_size);
+  if (size > options.max_text_bytes) {
+    ::close(fd);
+    return error_result(path, too_large(options.max_text_bytes));
+  }
   text_buffer text;
   if (!text.reserve(size)) {
     ::close(fd);
@@ -954,17 +979,22 @@ static std::optional<load_result> load_file_streamed(const std::string& path, co
                                   : 0;
     text_size = isize >= size ? isize : size * 4;  // ISIZE is mod 2^32, and the last member's only
   }
+  if (!gz && size > options.max_text_bytes) {
+    ::close(fd);
+    return error_result(path, too_large(options.max_text_bytes));
+  }
   if (text_size <= stream_chunk(options)) {
     ::close(fd);
     return std::nullopt;
   }
   std::unique_ptr<byte_source> src = std::make_unique<fd_source>(fd);
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
-  return load_streamed(std::move(src), text_size, options);
+  return load_streamed(std::move(src), text_size, path, options);
 }
 
 /// load_trace_buffer's streamed path (see load_file_streamed).
-static std::optional<load_result> load_buffer_streamed(std::string_view bytes, const load_options& options) {
+static std::optional<load_result> load_buffer_streamed(std::string_view bytes, const std::string& name,
+                                                       const load_options& options) {
   if (options.window_bytes == 0) return std::nullopt;
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const bool gz = is_gzip(b, bytes.size());
@@ -973,7 +1003,7 @@ static std::optional<load_result> load_buffer_streamed(std::string_view bytes, c
   if (text_size <= stream_chunk(options)) return std::nullopt;
   std::unique_ptr<byte_source> src = std::make_unique<memory_source>(bytes.data(), bytes.size());
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
-  return load_streamed(std::move(src), text_size, options);
+  return load_streamed(std::move(src), text_size, name, options);
 }
 
 }  // namespace detail
@@ -986,13 +1016,34 @@ using detail::load_text;
 using detail::read_file;
 using detail::text_buffer;
 
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  std::uint64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
+  std::string rest(ptr, end);
+  for (char& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (rest.ends_with("ib")) rest.resize(rest.size() - 2);
+  else if (rest.size() == 2 && rest[1] == 'b') rest.resize(1);
+  else if (rest == "b") rest.clear();
+  int shift = 0;
+  if (rest == "k") shift = 10;
+  else if (rest == "m") shift = 20;
+  else if (rest == "g") shift = 30;
+  else if (rest == "t") shift = 40;
+  else if (!rest.empty()) return std::nullopt;
+  if (n > (std::uint64_t{1} << 63) >> shift) return std::nullopt;
+  return n << shift;
+}
+
 load_result load_trace(const std::string& path, const load_options& options) {
   try {
     if (auto r = detail::load_file_streamed(path, options)) return std::move(*r);
     if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
     text_buffer raw;
-    const std::string why = read_file(path, raw, static_cast<std::size_t>(-1));
+    const std::string why = read_file(path, raw, detail::inflate_limit(options.max_text_bytes));
     if (!why.empty()) return error_result(path, why);
+    // (A plain text over the limit, e.g. from a pipe, is refused by load_text.)
     return load_text(raw, path, options);
   } catch (const std::exception& e) {
     return error_result(path, std::string("internal error: ") + e.what());
@@ -1001,7 +1052,11 @@ load_result load_trace(const std::string& path, const load_options& options) {
 
 load_result load_trace_buffer(std::string_view bytes, const std::string& name, const load_options& options) {
   try {
-    if (auto r = detail::load_buffer_streamed(bytes, options)) return std::move(*r);
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+    if (!is_gzip(b, bytes.size()) && bytes.size() > options.max_text_bytes) {
+      return error_result(name, detail::too_large(options.max_text_bytes));
+    }
+    if (auto r = detail::load_buffer_streamed(bytes, name, options)) return std::move(*r);
     text_buffer raw;
     if (!raw.reserve(bytes.size())) return error_result(name, "out of memory");
     if (!bytes.empty()) std::memcpy(raw.data(), bytes.data(), bytes.size());

@@ -183,7 +183,8 @@ struct fixed_output {
   }
 };
 
-/// Inflates every gzip member of `in` into `out` (stops early once `limit` bytes are out).
+/// Inflates every gzip member of `in` into `out` (stops early once `limit` bytes are out; the
+/// buffer never grows much beyond it).
 /// `Out` is text_buffer (grows) or fixed_output.
 template <class Out>
 gzip_status gunzip(const unsigned char* in, std::size_t n, Out& out, std::size_t limit = static_cast<std::size_t>(-1)) {
@@ -204,14 +205,15 @@ gzip_status gunzip(const unsigned char* in, std::size_t n, Out& out, std::size_t
       consumed += chunk;
     }
     if (out.room() < (std::size_t{1} << 16)) {
-      const std::size_t grow = std::max<std::size_t>(out.size() / 2, std::size_t{1} << 20);
+      std::size_t grow = std::max<std::size_t>(out.size() / 2, std::size_t{1} << 20);
+      if (limit - out.size() < grow) grow = std::max<std::size_t>(limit - out.size(), std::size_t{1} << 16);
       if (!out.reserve(out.size() + grow) && out.room() == 0) {
         inflateEnd(&zs);
         if constexpr (std::is_same_v<Out, fixed_output>) return {false, gzip_grew, consumed - zs.avail_in, false};
         return {false, "out of memory inflating gzip stream", 0, false};
       }
     }
-    const std::size_t room = std::min<std::size_t>(out.room(), std::size_t{1} << 30);
+    const std::size_t room = std::min({out.room(), limit - out.size(), std::size_t{1} << 30});
     zs.next_out = reinterpret_cast<unsigned char*>(out.data() + out.size());
     zs.avail_out = static_cast<uInt>(room);
     const int ret = inflate(&zs, Z_NO_FLUSH);

@@ -15,6 +15,7 @@
 #include <optional>
 #include <thread>
 
+#include "analysis/loader.hpp"
 #include "server/api.hpp"
 #include "server/http_server.hpp"
 #include "server/store.hpp"
@@ -146,7 +147,7 @@ std::string display_host(const serve_options& o) {
 std::string serve_usage() {
   return "usage: kinetoscope --logdir DIR [--port N] [--host ADDR | --bind_all]\n"
          "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
-         "                   [--follow_symlinks]\n"
+         "                   [--follow_symlinks] [--max_file_size SIZE]\n"
          "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
          "  --port N                  TCP port (default 6006; 0: any free port)\n"
          "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
@@ -155,6 +156,8 @@ std::string serve_usage() {
          "  --reload_interval SECONDS rescan the logdir this often (default 5; 0: scan once)\n"
          "  --threads N               HTTP I/O threads (default 4)\n"
          "  --follow_symlinks         also read symlinks that lead outside the logdir\n"
+         "  --max_file_size SIZE      refuse trace files whose JSON text (after gunzip) is\n"
+         "                            larger (default 16G; K, M, G, T: powers of 1024)\n"
          "  --help, --version\n"
          "flags take their value as '--flag value' or '--flag=value'\n";
 }
@@ -196,7 +199,7 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
       continue;
     }
     if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
-        name != "reload_interval" && name != "threads") {
+        name != "reload_interval" && name != "threads" && name != "max_file_size") {
       result.error = "unknown flag '--" + std::string(name) + "'";
       return result;
     }
@@ -230,6 +233,10 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
     } else if (name == "reload_interval") {
       if (!parse_double(value, o.reload_interval_s) || o.reload_interval_s < 0)
         return bad("expected seconds >= 0");
+    } else if (name == "max_file_size") {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size || *size == 0) return bad("expected a size in bytes, optionally with K, M, G or T (e.g. 16G)");
+      o.max_file_size = *size;
     } else if (name == "threads") {
       if (!parse_integer(value, o.threads) || o.threads < 1 || o.threads > 256)
         return bad("expected 1-256");
@@ -270,7 +277,7 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   const serve_options& o = *parsed.options;
 
-  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks});
+  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks, o.max_file_size});
   const api handler(logs);
   std::optional<http_server> server;
   try {

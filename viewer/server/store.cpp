@@ -257,7 +257,7 @@ struct store::impl {
       std::string error;
       const auto t0 = clock_type::now();
       try {
-        p = load_profile(path, rel, bytes, error);
+        p = load_profile(path, rel, bytes, options.max_text_bytes, error);
       } catch (const std::exception& e) {
         error = path + ": " + e.what();
       } catch (...) {
@@ -288,8 +288,8 @@ struct store::impl {
   }
 
   static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
-                                               std::string& error) {
-    an::load_result r = an::load_trace(path);
+                                               std::uint64_t max_text_bytes, std::string& error) {
+    an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes});
     if (!r.ok()) {
       error = r.error ? r.error->message() : path + ": cannot load";
       return nullptr;

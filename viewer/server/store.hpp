@@ -47,6 +47,8 @@ struct store_options {
   /// Follow symlinks whose target lies outside the logdir (off: such files are listed as
   /// "skipped" with the reason, never read).
   bool follow_outside_symlinks = false;
+  /// The largest JSON text of a trace (after gunzip) to load (analysis::load_options).
+  std::uint64_t max_text_bytes = std::uint64_t{16} << 30;
 };
 
 /// Load progress over every file discovered so far.
