@@ -503,6 +503,70 @@ TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
   }
 }
 
+TEST_CASE("loader: both parse paths agree on trailing NULs, trailing text and truncation") {
+  const std::string ev = R"J({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1})J";
+  const std::string evs = ev + ", " + ev + ", " + ev + ", " + ev;
+  const std::string object = R"J({"traceEvents": [)J" + evs + "]}";
+  const std::string legacy = "[" + evs + "]";
+  const std::size_t windows[] = {0, std::size_t{4} << 20, 64};
+  SUBCASE("NUL bytes after the value are ignored with one warning") {
+    for (const std::string& text : {object + std::string(1, '\0'), object + std::string(3, '\0') + "\n",
+                                    object + "\n" + std::string(1, '\0'), legacy + std::string(2, '\0')}) {
+      for (std::size_t window : windows) {
+        CAPTURE(window);
+        const trace_model m = load_ok(text, {.window_bytes = window});
+        CHECK(m.events.size() == 4);
+        CHECK(warnings(m, "NUL bytes after the JSON value ignored") == 1);
+        CHECK(m.diagnostics.messages.back() == "top level: NUL bytes after the JSON value ignored");
+      }
+    }
+    for (std::size_t window : windows) {  // no NUL, no warning
+      CHECK(load_ok(object + "\n", {.window_bytes = window}).diagnostics.warnings.empty());
+    }
+  }
+  SUBCASE("text after the value is named as such, at its first byte") {
+    const struct {
+      std::string text;
+      std::uint64_t offset;
+    } cases[] = {{object + " trailing", object.size() + 1}, {object + "}", object.size()},
+                 {legacy + " x", legacy.size() + 1}, {object + std::string(1, '\0') + "x", object.size() + 1}};
+    for (const auto& c : cases) {
+      for (std::size_t window : windows) {
+        CAPTURE(c.text.substr(c.text.size() - 3));
+        CAPTURE(window);
+        const load_error e = load_fails(c.text, {.window_bytes = window});
+        CHECK(e.reason == "unexpected text after the JSON value");
+        CHECK(e.byte_offset == c.offset);
+        CHECK(e.event_index == -1);
+      }
+    }
+  }
+  SUBCASE("truncation names the first event not read whole") {
+    const std::string unclosed = "unexpected end of JSON: unclosed array or object (truncated file?)";
+    const std::string in_string = "unexpected end of text inside a string (truncated file?)";
+    const struct {
+      std::string text;
+      std::string reason;
+      std::int64_t event;
+    } cases[] = {{R"J({"traceEvents": [)J" + evs, unclosed, 4},
+                 {R"J({"traceEvents": [)J" + evs + R"J(, {"ph": "X", "na)J", in_string, 4},
+                 {R"J({"traceEvents": [)J" + ev + R"J(, {"ph": "X", "args": {"a": [1, )J", unclosed, 1},
+                 {R"J({"traceEvents": [)J" + evs + R"J(], "x": )J", unclosed, -1},
+                 {R"J({"traceEvents": [)J", unclosed, 0},
+                 {"[" + evs + R"J(, {"ph")J", unclosed, 4}};
+    for (const auto& c : cases) {
+      for (std::size_t window : windows) {
+        CAPTURE(c.text);
+        CAPTURE(window);
+        const load_error e = load_fails(c.text, {.window_bytes = window});
+        CHECK(e.reason == c.reason);
+        CHECK(e.byte_offset == c.text.size());
+        CHECK(e.event_index == c.event);
+      }
+    }
+  }
+}
+
 TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it inflates") {
   const std::string small = R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})J";
   SUBCASE("plain text: the limit is inclusive") {

@@ -377,8 +377,11 @@ bool reader::run_whole(failure& f) {
   if (!need(size_)) return input_short(f, unused);
   std::size_t start = 0;
   if (size_ >= 3 && std::memcmp(base_, "\xEF\xBB\xBF", 3) == 0) start = 3;  // UTF-8 BOM
+  // Trailing NUL bytes (a file preallocated or padded by a crash) are ignored, as the windowed
+  // path ignores them: simdjson sees the text without them.
+  const std::size_t end = std::max(start, content_end(start));
   od::document doc;
-  if (auto e = parser_.iterate(base_ + start, size_ - start, alloc_ - start).get(doc)) {
+  if (auto e = parser_.iterate(base_ + start, end - start, alloc_ - start).get(doc)) {
     fail(f, e, nullptr, nullptr);
     return false;
   }
@@ -452,6 +455,16 @@ bool reader::run_whole(failure& f) {
   return true;
 }
 
+std::size_t reader::content_end(std::size_t from) {
+  std::size_t j = size_;
+  trailing_nul_ = false;
+  while (j > from && (is_space(*at(j - 1)) || *at(j - 1) == '\0')) {
+    trailing_nul_ = trailing_nul_ || *at(j - 1) == '\0';
+    --j;
+  }
+  return j;
+}
+
 /// The ',' of the next `}` <ws> `,` <ws> `{` at or after `from` (a likely event boundary).
 std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
   while (from < limit) {
@@ -480,8 +493,7 @@ std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
 /// candidates that parse, the earliest within 1 MB wins: a later one may close an array among
 /// the keys after traceEvents ("deviceProperties": [...]).
 std::size_t reader::find_tail(std::size_t events_begin) {
-  std::size_t j = size_;
-  while (j > events_begin && (is_space(*at(j - 1)) || *at(j - 1) == '\0')) --j;
+  const std::size_t j = content_end(events_begin);
   if (j == events_begin || *at(j - 1) != '}') return npos;
   const snapshot s0 = take_snapshot();
   const top_meta meta0 = meta_;
@@ -651,15 +663,13 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
   std::size_t events_end = npos;
   bool truncated = false;
   if (legacy_) {
-    std::size_t j = size_;
-    while (j > pos + 1 && is_space(*at(j - 1))) --j;
+    const std::size_t j = content_end(pos + 1);
     if (*at(j - 1) == ']') events_end = j - 1;
     else truncated = true;
   } else {
     events_end = find_tail(pos);
     if (events_end == npos) {
-      std::size_t j = size_;
-      while (j > pos && is_space(*at(j - 1))) --j;
+      const std::size_t j = content_end(pos);
       if (*at(j - 1) == '}') {  // complete but unusual: let the whole parse decide
         undo();
         return false;
@@ -732,6 +742,10 @@ void reader::finish() {
   m_.base_time_ns = meta_.base_time_ns;
   m_.lightning = meta_.lightning;
   m_.legacy_array = legacy_;
+  if (trailing_nul_) {
+    in_events_ = false;
+    warn("NUL bytes after the JSON value ignored");
+  }
   if (has_rwe_ && has_iter_ && rwe_ts_ - iter_ts_ > 86400000.0) {
     m_.record_window_end_dropped = true;
     in_events_ = false;
@@ -827,6 +841,23 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
     err.byte_offset = f.offset;
     err.event_index = f.event_index;
     err.reason = !f.reason.empty() ? f.reason : reason_for(f.code);
+    // Both parse paths fail differently on a text that ends early or goes on after its value;
+    // one scan of the text decides which it is, so the message and place do not depend on the path.
+    if (f.reason.empty() && (f.code == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || f.code == simdjson::UNCLOSED_STRING ||
+                             f.code == simdjson::TAPE_ERROR)) {
+      const json_extent x = scan_json_extent(text.data(), text.size());
+      std::size_t end = text.size();
+      while (end > 0 && (is_space(text.data()[end - 1]) || text.data()[end - 1] == '\0')) --end;
+      if (x.complete && x.trailing_at != npos) {
+        err.reason = "unexpected text after the JSON value";
+        err.byte_offset = x.trailing_at;
+        err.event_index = -1;
+      } else if (!x.complete && (f.code != simdjson::TAPE_ERROR || f.offset >= end)) {
+        err.reason = reason_for(x.in_string ? simdjson::UNCLOSED_STRING : simdjson::INCOMPLETE_ARRAY_OR_OBJECT);
+        err.byte_offset = text.size();
+        err.event_index = x.event_index;
+      }
+    }
     load_result out;
     out.error = std::move(err);
     return out;

@@ -603,6 +603,10 @@ class reader {
   }
   std::size_t find_tail(std::size_t events_begin);
   void fail(failure& f, error_code e, od::document* doc, const char* region_begin);
+  /// The end of the text without trailing whitespace and NUL bytes (resident up to size_);
+  /// notes in trailing_nul_ whether NULs were among them.
+  std::size_t content_end(std::size_t from);
+  bool trailing_nul_ = false;  ///< NUL bytes after the JSON value (ignored, one warning)
 };
 
 }  // namespace kinetoscope::analysis::detail
