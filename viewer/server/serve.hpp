@@ -29,6 +29,8 @@ struct serve_options {
   bool follow_symlinks = false;    ///< follow symlinks that lead outside the logdir
   /// --max_file_size: the largest JSON text of a trace (after gunzip) the loader accepts.
   std::uint64_t max_file_size = std::uint64_t{16} << 30;
+  /// --allowed_hosts: Host names answered besides IP literals, localhost and the machine's name.
+  std::vector<std::string> allowed_hosts;
 };
 
 /// What the command line asks for.
