@@ -1072,8 +1072,13 @@ load_result load_trace(const std::string& path, const load_options& options) {
     if (auto r = detail::load_file_streamed(path, options)) return std::move(*r);
     if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
     text_buffer raw;
-    const std::string why = read_file(path, raw, detail::inflate_limit(options.max_text_bytes));
-    if (!why.empty()) return error_result(path, why);
+    int error_number = 0;
+    const std::string why = read_file(path, raw, detail::inflate_limit(options.max_text_bytes), &error_number);
+    if (!why.empty()) {
+      load_result r = error_result(path, why);
+      r.error->sys_errno = error_number;
+      return r;
+    }
     // (A plain text over the limit, e.g. from a pipe, is refused by load_text.)
     return load_text(raw, path, options);
   } catch (const std::exception& e) {

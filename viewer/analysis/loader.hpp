@@ -43,6 +43,9 @@ struct load_error {
                                    ///< stream for gzip errors; 0 when not meaningful
   std::int64_t event_index = -1;   ///< index in traceEvents of the event being read, -1 = none
   std::string reason;              ///< e.g. "truncated gzip stream", "JSON syntax error: ..."
+  /// The errno when opening or reading the file failed (EMFILE, EACCES, ...), else 0: callers
+  /// retry transient ones (EMFILE, ENFILE, EAGAIN, ENOMEM, EINTR).
+  int sys_errno = 0;
   /// "<file>: <reason> (at byte N, event #K)".
   std::string message() const;
 };

@@ -351,9 +351,12 @@ inline json_extent scan_json_extent(const char* p, std::size_t n) {
 }
 
 /// Reads a whole file into `out`; "" on success, else the reason.
-inline std::string read_file(const std::string& path, text_buffer& out, std::size_t limit) {
+inline std::string read_file(const std::string& path, text_buffer& out, std::size_t limit, int* error_number = nullptr) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
+  if (fd < 0) {
+    if (error_number != nullptr) *error_number = errno;
+    return std::string("cannot open file: ") + std::strerror(errno);
+  }
   struct stat sb {};
   std::size_t expect = 1 << 20;
   if (::fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -376,6 +379,7 @@ inline std::string read_file(const std::string& path, text_buffer& out, std::siz
     const ssize_t got = ::read(fd, out.data() + out.size(), want);
     if (got < 0) {
       if (errno == EINTR) continue;
+      if (error_number != nullptr) *error_number = errno;
       const std::string why = std::string("read error: ") + std::strerror(errno);
       ::close(fd);
       return why;

@@ -215,7 +215,15 @@ class router {
 
   api_response status() {
     ojson j;
-    j["logdir"] = s_.options().logdir;
+    // The logdir's own name, not its path: the page needs no more, and a path tells a remote
+    // reader about the server's file system.
+    {
+      std::string name = std::filesystem::path(s_.options().logdir).lexically_normal().string();
+      while (name.size() > 1 && name.back() == '/') name.pop_back();
+      const std::string base = std::filesystem::path(name).filename().string();
+      j["logdir"] = base.empty() ? name : base;
+    }
+    j["notes"] = s_.notes();
     j["loading"] = s_.progress().loading;
     j["progress"] = progress_json();
     ojson files = ojson::array();

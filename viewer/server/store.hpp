@@ -44,8 +44,9 @@ struct store_options {
   std::string logdir;
   /// Seconds between rescans of the logdir (tensorboard's --reload_interval); <= 0: scan once.
   double reload_interval_s = 30;
-  /// Follow symlinks whose target lies outside the logdir (off: such files are listed as
-  /// "skipped" with the reason, never read).
+  /// Follow symlinks (to files or directories) whose target lies outside the logdir (off: such
+  /// files are listed as "skipped", such directories are not entered, both noted; nothing
+  /// outside is read, and the targets are never shown).
   bool follow_outside_symlinks = false;
   /// The largest JSON text of a trace (after gunzip) to load (analysis::load_options).
   std::uint64_t max_text_bytes = std::uint64_t{16} << 30;
@@ -128,6 +129,9 @@ class store {
   const store_options& options() const noexcept;
   load_progress progress() const;
 
+  /// The last scan's notes (analysis::discover_result::notes): symlinks not followed,
+  /// directories that could not be listed, limits reached; paths relative to the logdir.
+  std::vector<std::string> notes() const;
   /// Every discovered file (sorted by run, worker, span order of discovery).
   std::vector<file_status> files() const;
   /// Runs with at least one loaded file, sorted.
