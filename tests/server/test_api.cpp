@@ -638,7 +638,7 @@ TEST_CASE("api: module, recommendations, diagnostics, scalars") {
   CHECK(bad["errors"][0].get<std::string>().find("events.out.tfevents.") == 0);
   CHECK(bad["tags"]["loss"] == json::parse("[[1, 3.5, 1700000002.5]]"));
   const json no_scalars = json::parse(
-      R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0})");
+      R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0, "loading": false})");
   CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
 }
 
@@ -928,6 +928,46 @@ TEST_CASE("store: out of descriptors, known files stay and loads are retried") {
   const auto b = s.find("run", "b", "default");
   REQUIRE(b);
   CHECK(b->model.str(b->model.events[0].name) == "aten::changed");
+}
+
+TEST_CASE("store: scalars are read by the scanner, incrementally, and answered from memory") {
+  temp_dir dir("scalars");
+  write_small_trace(dir.path / "run" / "a.pt.trace.json");
+  kinetoscope::event_file_writer w((dir.path / "run").string());
+  w.add_scalars(1, {{"loss", 2.5f}}, 1700000000.5);
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "scalars", {{"run", "run"}})["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5]]"));
+
+  // Appended records are read from where the last scan stopped: no point twice.
+  w.add_scalars(2, {{"loss", 1.5f}}, 1700000001.5);
+  w.add_scalars(3, {{"loss", 0.5f}, {"lr", 0.25f}}, 1700000002.5);
+  s.rescan();
+  const json sc = get_json(s, "scalars", {{"run", "run"}});
+  CHECK(sc["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5], [2, 1.5, 1700000001.5], [3, 0.5, 1700000002.5]]"));
+  CHECK(sc["tags"]["lr"] == json::parse("[[3, 0.25, 1700000002.5]]"));
+  CHECK(sc["files"] == 1);
+  CHECK(sc["loading"] == false);
+
+  // A request never reads the file: with it gone, the answer is what the last scan read.
+  fs::remove(w.path());
+  CHECK(get_json(s, "scalars", {{"run", "run"}}) == sc);
+  s.rescan();  // the next scan sees it gone
+  CHECK(get_json(s, "scalars", {{"run", "run"}})["files"] == 0);
+
+  // Bounded: a tag with 50 000 points keeps at most 20 000, thinned evenly.
+  {
+    kinetoscope::event_file_writer many((dir.path / "run").string(), ".many");
+    for (int i = 0; i < 50000; ++i) many.add_scalars(i, {{"step_time", static_cast<float>(i)}}, 1700000000.0 + i);
+  }
+  s.rescan();
+  const json thin = get_json(s, "scalars", {{"run", "run"}})["tags"]["step_time"];
+  REQUIRE(thin.size() == 12500);  // 50 000 -> 25 000 -> 12 500
+  for (std::size_t i = 0; i < thin.size(); ++i) REQUIRE(thin[i][0] == static_cast<std::int64_t>(4 * i));
 }
 
 TEST_CASE("store: the destructor stops a store with a reload interval promptly") {

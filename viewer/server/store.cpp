@@ -26,6 +26,8 @@
 #include "analysis/discovery.hpp"
 #include "analysis/kernel_view.hpp"
 #include "analysis/loader.hpp"
+#include "kinetoscope/writer/tfevents.hpp"
+#include "nlohmann/json.hpp"
 #include "server/timeline.hpp"
 
 namespace kinetoscope::server {
@@ -43,6 +45,17 @@ constexpr std::size_t diff_cache_entries = 8;
 /// then the next scan tries it again.
 constexpr auto retry_delay = std::chrono::milliseconds(500);
 constexpr int max_quick_retries = 10;
+/// Event-file bytes read per scan, over all runs (the rest is read at the next scans).
+constexpr std::uint64_t scalars_bytes_per_scan = std::uint64_t{256} << 20;
+/// Points kept per scalar tag and file; beyond, every other point is dropped (evenly thinned).
+constexpr std::size_t scalars_points_per_tag = 20000;
+
+/// Whether a file name is a TensorBoard event file (as find_event_files decides).
+bool is_event_file_name(const std::string& name) {
+  const std::string empty = ".profile-empty";
+  return name.find("tfevents") != std::string::npos &&
+         !(name.size() >= empty.size() && name.compare(name.size() - empty.size(), empty.size(), empty) == 0);
+}
 
 /// A process-wide counter: every load and every distributed view gets a distinct generation.
 std::uint64_t next_generation() {
@@ -110,6 +123,20 @@ struct store::impl {
   std::vector<std::tuple<clock_type::time_point, std::string, std::uint64_t>> retry_;
 
   std::mutex scan_mutex_;  ///< one scan at a time
+
+  // TensorBoard scalars per run: read by scan() (scan_mutex_ held), bodies swapped under scalars_mutex_.
+  struct scalar_file {
+    kinetoscope::event_file_cursor cursor;
+    kinetoscope::event_file_contents contents;
+    std::string error;  ///< the file could not be read (kept until it can)
+  };
+  struct run_scalars {
+    std::string dir;
+    std::map<std::string, scalar_file> files;  ///< by file name
+  };
+  std::map<std::string, run_scalars> scalar_runs_;  ///< scan thread only
+  mutable std::mutex scalars_mutex_;
+  std::map<std::string, std::shared_ptr<const std::string>> scalar_bodies_;
   std::thread scanner_, loader_;
 
   // Caches (own locks).
@@ -149,6 +176,7 @@ struct store::impl {
     dopt.follow_outside_symlinks = options.follow_outside_symlinks;
     an::discover_result walked = an::discover_logdir(options.logdir, dopt);  // no store lock held
     std::vector<an::trace_file>& found = walked.files;
+    refresh_scalars(found);
 
     std::lock_guard lock(mutex_);
     notes_ = std::move(walked.notes);
@@ -202,6 +230,85 @@ struct store::impl {
     }
     first_scan_done_ = true;
     changed_.notify_all();
+  }
+
+  /// Reads what is new in the event files of every run (scanner thread, no store lock).
+  void refresh_scalars(const std::vector<an::trace_file>& found) {
+    std::map<std::string, std::string> dirs;  // run -> its directory
+    for (const auto& f : found)
+      if (f.skipped.empty()) dirs.emplace(f.run, fs::path(f.path).parent_path().string());
+    for (auto it = scalar_runs_.begin(); it != scalar_runs_.end();) {
+      if (dirs.count(it->first) == 0 || dirs[it->first] != it->second.dir) it = scalar_runs_.erase(it);
+      else ++it;
+    }
+    std::uint64_t budget = scalars_bytes_per_scan;
+    std::map<std::string, std::shared_ptr<const std::string>> bodies;
+    for (const auto& [run, dir] : dirs) {
+      run_scalars& rs = scalar_runs_[run];
+      rs.dir = dir;
+      std::set<std::string> names;
+      std::error_code ec;
+      for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code ec2;
+        const std::string name = it->path().filename().string();
+        if (is_event_file_name(name) && it->is_regular_file(ec2)) names.insert(name);
+      }
+      if (ec) {  // not listed now (out of descriptors?): keep what was read
+        for (const auto& [name, f] : rs.files) names.insert(name);
+      }
+      for (auto f = rs.files.begin(); f != rs.files.end();) {
+        if (names.count(f->first) == 0) f = rs.files.erase(f);
+        else ++f;
+      }
+      for (const std::string& name : names) {
+        scalar_file& f = rs.files[name];
+        if (budget == 0) continue;
+        try {
+          const std::uint64_t n = kinetoscope::read_event_file_from(dir + "/" + name, f.cursor, budget, f.contents);
+          budget -= std::min(budget, n);
+          f.error.clear();
+          for (auto& [tag, points] : f.contents.scalars) {
+            while (points.size() > scalars_points_per_tag) {  // thin evenly: keep every other point
+              std::size_t k = 0;
+              for (std::size_t i = 0; i < points.size(); i += 2) points[k++] = points[i];
+              points.resize(k);
+            }
+          }
+        } catch (const std::exception& e) {
+          f.error = e.what();
+        }
+      }
+      bodies[run] = std::make_shared<const std::string>(scalars_json(rs));
+    }
+    std::lock_guard lock(scalars_mutex_);
+    scalar_bodies_ = std::move(bodies);
+  }
+
+  static std::string scalars_json(const run_scalars& rs) {
+    nlohmann::ordered_json tags = nlohmann::ordered_json::object();
+    nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+    std::uint64_t skipped = 0, corrupt = 0;
+    std::map<std::string, nlohmann::ordered_json> series;
+    for (const auto& [name, f] : rs.files) {
+      for (const auto& [tag, points] : f.contents.scalars) {
+        nlohmann::ordered_json& list = series[tag];
+        if (list.is_null()) list = nlohmann::ordered_json::array();
+        for (const auto& pt : points) list.push_back({pt.step, static_cast<double>(pt.value), pt.wall_time});
+      }
+      for (const auto& e : f.contents.errors) errors.push_back(name + ": " + e);
+      if (!f.error.empty()) errors.push_back(name + ": " + f.error);
+      skipped += f.contents.skipped_other_summaries;
+      corrupt += f.contents.corrupt_records;
+    }
+    for (auto& [tag, list] : series) tags[tag] = std::move(list);
+    return nlohmann::ordered_json({{"tags", std::move(tags)},
+                                   {"files", rs.files.size()},
+                                   {"errors", std::move(errors)},
+                                   {"skipped_other_summaries", skipped},
+                                   {"corrupt_records", corrupt},
+                                   {"loading", false}})
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
   void enqueue_or_skip(file_entry& e, const std::string& reason) {
@@ -404,6 +511,12 @@ bool store::wait_idle(std::chrono::milliseconds timeout) const {
 }
 
 void store::rescan() { impl_->scan(); }
+
+std::shared_ptr<const std::string> store::scalars_body(std::string_view run) const {
+  std::lock_guard lock(impl_->scalars_mutex_);
+  const auto it = impl_->scalar_bodies_.find(std::string(run));
+  return it == impl_->scalar_bodies_.end() ? nullptr : it->second;
+}
 
 std::vector<std::string> store::notes() const {
   std::lock_guard lock(impl_->mutex_);

@@ -142,6 +142,11 @@ class store {
   std::vector<file_status> run_files(std::string_view run) const;
   /// The loaded profile of (run, worker, span), or nullptr.
   std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
+  /// The /api/scalars body of `run` (the TensorBoard event files directly in its directory),
+  /// read by the store's scanner thread: in steps (at most 256 MB per scan), incrementally
+  /// (only bytes appended since the last scan), at most 20 000 points per tag (thinned evenly
+  /// beyond). nullptr until the first read of the run finished. Never reads a file itself.
+  std::shared_ptr<const std::string> scalars_body(std::string_view run) const;
   /// The directory of `run` (where its trace files lie), or nullopt for an unknown run.
   std::optional<std::string> run_directory(std::string_view run) const;
 
