@@ -305,6 +305,13 @@ TEST_CASE("memory_view: no memory events, and records on a thread without a tree
   CHECK_FALSE(m.present);
   CHECK(m.devices.empty());
   CHECK(m.default_device == "CPU");
+  // No index is built for a trace without memory records (it held ~33 bytes per tree node).
+  const memory_index none = build_memory_index(empty, trees);
+  CHECK_FALSE(none.present());
+  CHECK(none.memory_bytes() < 1024);
+  const memory_result ranged = compute_memory_range(none, empty, trees, {t0, t0 + 5});
+  CHECK_FALSE(ranged.present);
+  CHECK(ranged.devices.empty());
 
   // A model whose memory tid has no host events: curve and table rows, no statistics.
   trace_model model = empty;
