@@ -907,7 +907,7 @@ TEST_CASE("store: out of descriptors, known files stay and loads are retried") {
   kinetoscope::server::file_state retry_state = kinetoscope::server::file_state::failed;
   {
     no_descriptors none;
-    for (int i = 0; i < 400 && retry_error.empty(); ++i) {
+    for (int i = 0; i < 2400 && retry_error.empty(); ++i) {  // up to 60 s (sanitizer builds are slow)
       std::this_thread::sleep_for(std::chrono::milliseconds(25));
       for (const auto& f : s.files())
         if (f.path == "run/b.pt.trace.json" && f.error.starts_with("will retry: ")) {
@@ -916,6 +916,10 @@ TEST_CASE("store: out of descriptors, known files stay and loads are retried") {
         }
     }
   }
+  std::string states;
+  for (const auto& f : s.files())
+    states += f.path + " " + std::string(kinetoscope::server::file_state_name(f.state)) + " " + f.error + "; ";
+  CAPTURE(states);
   CHECK(retry_error == "will retry: run/b.pt.trace.json: cannot open file: Too many open files");
   CHECK(retry_state == kinetoscope::server::file_state::queued);
   REQUIRE(s.wait_idle(load_timeout));
