@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test: a -Werror build, then the same tests under ASan+UBSan.
-# Ends with one line "N passed, N failed": doctest test cases over both builds plus the checks of
-# the headless-browser test (web/tests/browser.mjs, -Werror build only).
+# Ends with one line "N passed, N failed": doctest test cases over both builds, the checks of
+# the headless-browser test (web/tests/browser.mjs, -Werror build only) and the fuzz smoke runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --browser || exit 1
@@ -22,8 +22,20 @@ run_suite build-test "" --buildtype=debugoptimized || status=1
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || status=1
 
+# Fuzz smoke: each libFuzzer target (tests/fuzz/) for a fixed number of inputs from its seed
+# corpus (needs clang++; scripts/fuzz.sh TARGET MINUTES runs longer campaigns).
+fuzz_log=$(mktemp)
+if command -v clang++ >/dev/null; then
+  bash scripts/fuzz.sh --smoke 2000 | tee "$fuzz_log" || status=1
+else
+  echo "fuzz smoke: skipped (clang++ not installed)"
+fi
+
 passed=0
 failed=0
+passed=$((passed + $(grep -c '^fuzz smoke .*: ok' "$fuzz_log")))
+failed=$((failed + $(grep -c '^fuzz smoke .*: FAILED' "$fuzz_log")))
+rm -f "$fuzz_log"
 for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; do
   [ -f "$log" ] || continue
   while read -r p f; do

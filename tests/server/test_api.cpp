@@ -5,6 +5,7 @@
 // golden numbers of torch-tb-profiler and with the analysis engine run directly on the files.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -218,7 +219,7 @@ TEST_CASE("api: /runs, /status and /errors after the first load") {
   CHECK(runs["progress"]["bytes_loaded"] == runs["progress"]["bytes_total"]);
 
   const json status = get_json(s, "status");
-  CHECK(status["logdir"] == shared_fixture().dir.path.string());
+  CHECK(status["logdir"] == shared_fixture().dir.path.filename().string());  // its name, not its path
   REQUIRE(status["files"].size() == 9);
   int loaded = 0;
   for (const auto& f : status["files"]) {
@@ -637,7 +638,7 @@ TEST_CASE("api: module, recommendations, diagnostics, scalars") {
   CHECK(bad["errors"][0].get<std::string>().find("events.out.tfevents.") == 0);
   CHECK(bad["tags"]["loss"] == json::parse("[[1, 3.5, 1700000002.5]]"));
   const json no_scalars = json::parse(
-      R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0})");
+      R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0, "loading": false})");
   CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
 }
 
@@ -794,6 +795,183 @@ TEST_CASE("store: rescan picks up new, changed and removed files; symlinks out o
   follow.start();
   REQUIRE(follow.wait_idle(load_timeout));
   CHECK(get_json(follow, "runs")["runs"] == json({"cpu_only", "linked"}));
+}
+
+/// A small valid trace (one operator), written by the test itself.
+void write_small_trace(const fs::path& p, const std::string& op = "aten::mm") {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": ")J" << op
+                   << R"J(", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})J";
+}
+
+TEST_CASE("store: symlinks leaving the logdir are not followed, files or directories; no target is shown") {
+  temp_dir dir("symlinks");
+  temp_dir outside("symlinks_outside");
+  write_small_trace(dir.path / "run" / "a.pt.trace.json");
+  write_small_trace(outside.path / "secret" / "x.pt.trace.json", "aten::secret");
+  write_small_trace(outside.path / "shadow.pt.trace.json", "aten::shadow");
+  write_small_trace(outside.path / "other.json", "aten::other");
+  fs::create_directory_symlink(outside.path / "secret", dir.path / "linkdir");
+  fs::create_directory_symlink("/", dir.path / "root");
+  fs::create_symlink(outside.path / "shadow.pt.trace.json", dir.path / "run" / "evil.pt.trace.json");
+  fs::create_symlink(outside.path / "other.json", dir.path / "run" / "other.json");
+  fs::create_directory_symlink(dir.path / "run", dir.path / "inside");  // stays inside: followed
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "runs")["runs"] == json({"inside", "run"}));
+  const api_response r = get(s, "status");
+  REQUIRE(r.status == 200);
+  CHECK(r.body.find(outside.path.string()) == std::string::npos);
+  CHECK(r.body.find(dir.path.string()) == std::string::npos);
+  const json status = json::parse(r.body);
+  CHECK(status["logdir"] == dir.path.filename().string());
+  CHECK(status["notes"] == json({"linkdir: a directory symlink leading outside the logdir, not followed (--follow_symlinks)",
+                                 "root: a directory symlink leading outside the logdir, not followed (--follow_symlinks)",
+                                 "inside/other.json: a symlink leading outside the logdir, not read (--follow_symlinks)",
+                                 "run/other.json: a symlink leading outside the logdir, not read (--follow_symlinks)"}));
+  std::vector<std::string> states;
+  for (const auto& f : status["files"])
+    states.push_back(f["path"].get<std::string>() + " " + f["state"].get<std::string>() + " " +
+                     (f["error"].is_null() ? "-" : f["error"].get<std::string>()));
+  const std::string not_followed = "skipped a symlink leading outside the logdir, not followed (--follow_symlinks)";
+  CHECK(states == std::vector<std::string>{"inside/a.pt.trace.json loaded -", "inside/evil.pt.trace.json " + not_followed,
+                                           "run/a.pt.trace.json loaded -", "run/evil.pt.trace.json " + not_followed});
+
+  // --follow_symlinks: files and directories outside are read (the link to / is bounded).
+  o.follow_outside_symlinks = true;
+  fs::remove(dir.path / "root");
+  store follow(o);
+  follow.start();
+  REQUIRE(follow.wait_idle(load_timeout));
+  CHECK(get_json(follow, "runs")["runs"] == json({"inside", "linkdir", "run"}));
+  CHECK(get_json(follow, "status")["notes"] == json::array());
+}
+
+/// Makes this process unable to open any descriptor until destroyed (a soft limit of 0: every
+/// new descriptor fails with EMFILE; the open ones stay usable).
+struct no_descriptors {
+  rlimit saved{};
+  no_descriptors() {
+    REQUIRE(getrlimit(RLIMIT_NOFILE, &saved) == 0);
+    rlimit tight = saved;
+    tight.rlim_cur = 0;
+    REQUIRE(setrlimit(RLIMIT_NOFILE, &tight) == 0);
+  }
+  ~no_descriptors() { setrlimit(RLIMIT_NOFILE, &saved); }
+};
+
+TEST_CASE("store: out of descriptors, known files stay and loads are retried") {
+  temp_dir dir("emfile");
+  write_small_trace(dir.path / "run" / "a.pt.trace.json");
+  write_small_trace(dir.path / "run" / "b.pt.trace.json");
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  REQUIRE(s.progress().files_loaded == 2);
+
+  {  // A listing that fails drops nothing.
+    std::vector<kinetoscope::server::file_status> during;
+    std::vector<std::string> notes;
+    {
+      no_descriptors none;
+      s.rescan();
+      during = s.files();
+      notes = s.notes();
+    }
+    CHECK(during.size() == 2);
+    CHECK(notes == std::vector<std::string>{".: cannot be listed (Too many open files)"});
+    CHECK(s.run_known("run"));
+    CHECK(get_json(s, "runs")["runs"] == json({"run"}));
+  }
+
+  // A load that cannot open its file waits and retries; it is not failed for good. A big file
+  // queued first keeps the loader busy while the descriptors are taken away.
+  {
+    std::ofstream big(dir.path / "run" / "0big.pt.trace.json");
+    big << R"J({"traceEvents": [)J";
+    for (int i = 0; i < 400000; ++i)
+      big << (i ? "," : "") << R"J({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )J"
+          << i * 10 << R"J(, "dur": 5})J" << '\n';
+    big << "]}";
+  }
+  write_small_trace(dir.path / "run" / "b.pt.trace.json", "aten::changed");
+  s.rescan();  // queues 0big, then b
+  std::string retry_error;
+  kinetoscope::server::file_state retry_state = kinetoscope::server::file_state::failed;
+  {
+    no_descriptors none;
+    for (int i = 0; i < 2400 && retry_error.empty(); ++i) {  // up to 60 s (sanitizer builds are slow)
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      for (const auto& f : s.files())
+        if (f.path == "run/b.pt.trace.json" && f.error.starts_with("will retry: ")) {
+          retry_error = f.error;
+          retry_state = f.state;
+        }
+    }
+  }
+  std::string states;
+  for (const auto& f : s.files())
+    states += f.path + " " + std::string(kinetoscope::server::file_state_name(f.state)) + " " + f.error + "; ";
+  CAPTURE(states);
+  CHECK(retry_error == "will retry: run/b.pt.trace.json: cannot open file: Too many open files");
+  CHECK(retry_state == kinetoscope::server::file_state::queued);
+  REQUIRE(s.wait_idle(load_timeout));
+  const auto files = s.files();
+  REQUIRE(files.size() == 3);
+  for (const auto& f : files) {
+    CAPTURE(f.path);
+    CHECK(f.state == kinetoscope::server::file_state::loaded);
+  }
+  const auto b = s.find("run", "b", "default");
+  REQUIRE(b);
+  CHECK(b->model.str(b->model.events[0].name) == "aten::changed");
+}
+
+TEST_CASE("store: scalars are read by the scanner, incrementally, and answered from memory") {
+  temp_dir dir("scalars");
+  write_small_trace(dir.path / "run" / "a.pt.trace.json");
+  kinetoscope::event_file_writer w((dir.path / "run").string());
+  w.add_scalars(1, {{"loss", 2.5f}}, 1700000000.5);
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "scalars", {{"run", "run"}})["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5]]"));
+
+  // Appended records are read from where the last scan stopped: no point twice.
+  w.add_scalars(2, {{"loss", 1.5f}}, 1700000001.5);
+  w.add_scalars(3, {{"loss", 0.5f}, {"lr", 0.25f}}, 1700000002.5);
+  s.rescan();
+  const json sc = get_json(s, "scalars", {{"run", "run"}});
+  CHECK(sc["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5], [2, 1.5, 1700000001.5], [3, 0.5, 1700000002.5]]"));
+  CHECK(sc["tags"]["lr"] == json::parse("[[3, 0.25, 1700000002.5]]"));
+  CHECK(sc["files"] == 1);
+  CHECK(sc["loading"] == false);
+
+  // A request never reads the file: with it gone, the answer is what the last scan read.
+  fs::remove(w.path());
+  CHECK(get_json(s, "scalars", {{"run", "run"}}) == sc);
+  s.rescan();  // the next scan sees it gone
+  CHECK(get_json(s, "scalars", {{"run", "run"}})["files"] == 0);
+
+  // Bounded: a tag with 50 000 points keeps at most 20 000, thinned evenly.
+  {
+    kinetoscope::event_file_writer many((dir.path / "run").string(), ".many");
+    for (int i = 0; i < 50000; ++i) many.add_scalars(i, {{"step_time", static_cast<float>(i)}}, 1700000000.0 + i);
+  }
+  s.rescan();
+  const json thin = get_json(s, "scalars", {{"run", "run"}})["tags"]["step_time"];
+  REQUIRE(thin.size() == 12500);  // 50 000 -> 25 000 -> 12 500
+  for (std::size_t i = 0; i < thin.size(); ++i) REQUIRE(thin[i][0] == static_cast<std::int64_t>(4 * i));
 }
 
 TEST_CASE("store: the destructor stops a store with a reload interval promptly") {

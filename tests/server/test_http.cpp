@@ -79,9 +79,19 @@ struct test_logdir {
 /// file. Killed and reaped on destruction whatever happened, so no test leaves it behind.
 class child {
  public:
-  child(const std::vector<std::string>& args, const fs::path& stderr_file) {
-    const std::string bin = env_or_empty("KINETOSCOPE_BIN");
+  /// `nofile`: run it under that hard descriptor limit, with a soft limit of half of it (set
+  /// by /bin/sh's ulimit; the server raises the soft one).
+  child(const std::vector<std::string>& args, const fs::path& stderr_file, int nofile = 0) {
+    std::string bin = env_or_empty("KINETOSCOPE_BIN");
     REQUIRE_MESSAGE(!bin.empty(), "KINETOSCOPE_BIN is not set");
+    std::vector<std::string> words;
+    if (nofile > 0) {
+      words = {"sh", "-c",
+               "ulimit -Sn " + std::to_string(nofile / 2) + " && ulimit -Hn " + std::to_string(nofile) +
+                   " && exec \"$0\" \"$@\"",
+               bin};
+      bin = "/bin/sh";
+    }
     int fds[2];
     REQUIRE(pipe2(fds, O_CLOEXEC) == 0);
     posix_spawn_file_actions_t actions;
@@ -90,7 +100,8 @@ class child {
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, stderr_file.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     std::vector<char*> argv;
-    argv.push_back(const_cast<char*>(bin.c_str()));
+    if (words.empty()) argv.push_back(const_cast<char*>(bin.c_str()));
+    for (const std::string& w : words) argv.push_back(const_cast<char*>(w.c_str()));
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const int rc = posix_spawn(&pid_, bin.c_str(), &actions, nullptr, argv.data(), environ);
@@ -141,6 +152,7 @@ class child {
   }
 
   void signal(int sig) const { kill(pid_, sig); }
+  pid_t pid() const { return pid_; }
 
   std::string stderr_text() const {
     std::ifstream in(stderr_file_);
@@ -300,10 +312,10 @@ struct server {
   int port = 0;
   std::string prefix;
 
-  server(const fs::path& logdir, std::vector<std::string> flags = {}) {
+  server(const fs::path& logdir, std::vector<std::string> flags = {}, int nofile = 0) {
     std::vector<std::string> args = {"--logdir", logdir.string(), "--port", "0"};
     args.insert(args.end(), flags.begin(), flags.end());
-    proc = std::make_unique<child>(args, scratch.path / "stderr.txt");
+    proc = std::make_unique<child>(args, scratch.path / "stderr.txt", nofile);
     start_line = proc->first_line();
     static const std::regex line_re(
         R"(kinetoscope 0\.1\.0 at http://127\.0\.0\.1:(\d+)(/[^ ]*)?/ \(Press CTRL\+C to quit\))");
@@ -534,7 +546,7 @@ TEST_CASE("http: hostile requests get 4xx or a closed connection, and the server
   }
   {  // POST with a body: 405 with Allow, the body is consumed and the connection stays usable
     connection c(srv.port);
-    REQUIRE(c.send("POST /api/runs HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello world"));
+    REQUIRE(c.send("POST /api/runs HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello world"));
     const auto r = c.read_response();
     check_json_error(r, 405);
     CHECK(r->header("allow") == "GET, HEAD");
@@ -549,7 +561,7 @@ TEST_CASE("http: hostile requests get 4xx or a closed connection, and the server
   }
   {  // a body over 1 MiB is refused from its Content-Length
     connection c(srv.port);
-    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n\r\n"));
+    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2000000\r\n\r\n"));
     const auto r = c.read_response();
     if (r) CHECK(r->status == 413);
     CHECK(c.closed_by_peer());
@@ -563,18 +575,18 @@ TEST_CASE("http: hostile requests get 4xx or a closed connection, and the server
   }
   {  // a request line with a NUL and a bare LF
     connection c(srv.port);
-    c.send(std::string("GET /\0 HTTP/1.1\nHost: x\n\n", 26));
+    c.send(std::string("GET /\0 HTTP/1.1\nHost: localhost\n\n", 34));
     const auto r = c.read_response();
     if (r) CHECK(r->status == 400);
     CHECK(c.closed_by_peer());
   }
   {  // a client that leaves mid-request
     connection c(srv.port);
-    REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: x\r\nAccept: "));
+    REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: localhost\r\nAccept: "));
   }
   {  // a client that leaves mid-body
     connection c(srv.port);
-    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\nabc"));
+    REQUIRE(c.send("POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\nabc"));
   }
   {  // HTTP/1.0: answered, then closed (no keep-alive asked for)
     connection c(srv.port);
@@ -599,6 +611,159 @@ TEST_CASE("http: hostile requests get 4xx or a closed connection, and the server
   CHECK(alive->status == 200);
   CHECK(json::parse(alive->body).contains("runs"));
 
+  srv.proc->signal(SIGTERM);
+  CHECK(srv.proc->wait_exit() == 0);
+}
+
+TEST_CASE("http: Transfer-Encoding not ending in chunked gets 400 and the connection closes") {
+  temp_dir logdir;  // no traces needed
+  server srv(logdir.path);
+  for (const char* te : {"gzip", "chunked, gzip", "identity"}) {
+    CAPTURE(te);
+    connection c(srv.port);
+    // What follows the header would be read as a second request if the first were answered.
+    REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: " + std::string(te) +
+                   "\r\n\r\nGET /api/status HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    const auto r = c.read_response();
+    check_json_error(r, 400);
+    CHECK(r->header("connection") == "close");
+    CHECK(json::parse(r->body)["error"] == "Transfer-Encoding must end with chunked");
+    CHECK(c.closed_by_peer());  // and no second answer
+  }
+  {  // chunked is fine (an empty chunked body on a GET)
+    connection c(srv.port);
+    REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
+    const auto r = c.read_response();
+    REQUIRE(r);
+    CHECK(r->status == 200);
+  }
+  srv.proc->signal(SIGTERM);
+  CHECK(srv.proc->wait_exit() == 0);
+}
+
+TEST_CASE("http: only Host names of this server are answered (DNS rebinding)") {
+  temp_dir logdir;
+  const auto host_request = [](const std::string& host) {
+    return "GET /api/runs HTTP/1.1\r\nHost: " + host + "\r\n\r\n";
+  };
+  const auto status_for = [&](int port, const std::string& host) {
+    connection c(port);
+    REQUIRE(c.send(host_request(host)));
+    const auto r = c.read_response();
+    REQUIRE(r);
+    return r->status;
+  };
+  SUBCASE("default: IP literals, localhost and the machine's name") {
+    server srv(logdir.path);
+    const std::string port = std::to_string(srv.port);
+    for (const std::string& host : {"localhost:" + port, "127.0.0.1:" + port, std::string("LOCALHOST"), "[::1]:" + port}) {
+      CAPTURE(host);
+      CHECK(status_for(srv.port, host) == 200);
+    }
+    char name[256] = {};
+    REQUIRE(gethostname(name, sizeof name - 1) == 0);
+    CHECK(status_for(srv.port, std::string(name) + ":" + port) == 200);
+    {
+      connection c(srv.port);
+      REQUIRE(c.send(host_request("evil.example:" + port)));
+      const auto r = c.read_response();
+      check_json_error(r, 403);
+      CHECK(json::parse(r->body)["error"] ==
+            "Host 'evil.example' is not allowed; start kinetoscope with --allowed_hosts evil.example to serve it "
+            "under that name");
+      CHECK(c.closed_by_peer());
+    }
+    CHECK(status_for(srv.port, "localhost.evil.example") == 403);
+    {  // HTTP/1.1 without Host: 400; HTTP/1.0 without Host: answered
+      connection c(srv.port);
+      REQUIRE(c.send("GET /api/runs HTTP/1.1\r\n\r\n"));
+      check_json_error(c.read_response(), 400);
+    }
+    {
+      connection c(srv.port);
+      REQUIRE(c.send("GET /api/runs HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n"));
+      check_json_error(c.read_response(), 400);
+    }
+    CHECK(srv.proc->stderr_text().find("--allowed_hosts") == std::string::npos);
+  }
+  SUBCASE("--allowed_hosts adds names and domains") {
+    server srv(logdir.path, {"--allowed_hosts", "viewer.example.com,.corp.example"});
+    CHECK(status_for(srv.port, "viewer.example.com") == 200);
+    CHECK(status_for(srv.port, "a.corp.example:80") == 200);
+    CHECK(status_for(srv.port, "localhost") == 200);
+    CHECK(status_for(srv.port, "evil.example") == 403);
+  }
+  SUBCASE("--bind_all without --allowed_hosts answers any Host and says so") {
+    child c({"--logdir", logdir.path.string(), "--bind_all", "--port=0"}, logdir.path / "stderr.txt");
+    const std::string line = c.first_line();
+    std::smatch m;
+    REQUIRE(std::regex_match(line, m, std::regex(R"(kinetoscope 0\.1\.0 at http://[^:/ ]+:(\d+)/ .*)")));
+    const int port = std::stoi(m[1]);
+    CHECK(status_for(port, "evil.example") == 200);
+    CHECK(c.stderr_text().find("kinetoscope: --bind_all without --allowed_hosts: requests under any Host name "
+                               "are answered") == 0);
+    c.signal(SIGTERM);
+    CHECK(c.wait_exit() == 0);
+  }
+  SUBCASE("--bind_all with --allowed_hosts checks") {
+    child c({"--logdir", logdir.path.string(), "--bind_all", "--port=0", "--allowed_hosts=viewer.example.com"},
+            logdir.path / "stderr.txt");
+    const std::string line = c.first_line();
+    std::smatch m;
+    REQUIRE(std::regex_match(line, m, std::regex(R"(kinetoscope 0\.1\.0 at http://[^:/ ]+:(\d+)/ .*)")));
+    const int port = std::stoi(m[1]);
+    CHECK(status_for(port, "evil.example") == 403);
+    CHECK(status_for(port, "viewer.example.com") == 200);
+    c.signal(SIGTERM);
+    CHECK(c.wait_exit() == 0);
+  }
+  SUBCASE("a bad --allowed_hosts value is a usage error") {
+    child c({"--logdir", logdir.path.string(), "--allowed_hosts", "a,,b"}, logdir.path / "stderr.txt");
+    CHECK(c.wait_exit() == 2);
+    CHECK(c.stderr_text().starts_with("kinetoscope: bad value 'a,,b' for --allowed_hosts"));
+  }
+}
+
+TEST_CASE("http: connections are capped below the descriptor limit; trace files still load") {
+  temp_dir logdir;
+  fs::create_directories(logdir.path / "run");
+  // Started with a soft limit of 100 and a hard one of 200, the server raises the soft limit to
+  // 200 and caps connections at 200 - 64 = 136.
+  server srv(logdir.path, {"--reload_interval", "0.2"}, 200);
+  {
+    std::ifstream limits("/proc/" + std::to_string(srv.proc->pid()) + "/limits");
+    std::string line, found;
+    while (std::getline(limits, line))
+      if (line.starts_with("Max open files")) found = line;
+    CHECK(std::regex_search(found, std::regex(R"(Max open files +200 +200 )")));
+  }
+  std::vector<std::unique_ptr<connection>> flood;
+  for (int i = 0; i < 136; ++i) {
+    flood.push_back(std::make_unique<connection>(srv.port));
+    REQUIRE(flood.back()->send("GET /api/runs HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    REQUIRE(flood.back()->read_response());  // served, and kept open (keep-alive)
+  }
+  for (int i = 0; i < 20; ++i) {  // over the cap: accepted and closed at once
+    connection extra(srv.port);
+    CHECK(extra.closed_by_peer(5s));
+  }
+  // A trace written now is read although 136 connections are open.
+  std::ofstream(logdir.path / "run" / "w.1.pt.trace.json")
+      << R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1, "dur": 2}]})J";
+  bool loaded = false;
+  for (int i = 0; i < 200 && !loaded; ++i) {
+    std::this_thread::sleep_for(50ms);
+    REQUIRE(flood[0]->send("GET /api/status HTTP/1.1\r\nHost: localhost\r\n\r\n"));
+    const auto r = flood[0]->read_response();
+    REQUIRE(r);
+    const json st = json::parse(r->body);
+    loaded = st["files"].size() == 1 && st["files"][0]["state"] == "loaded";
+  }
+  CHECK(loaded);
+  flood.clear();  // slots free again
+  const auto after = fetch(srv.port, "/api/runs");
+  REQUIRE(after);
+  CHECK(after->status == 200);
   srv.proc->signal(SIGTERM);
   CHECK(srv.proc->wait_exit() == 0);
 }

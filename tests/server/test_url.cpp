@@ -3,7 +3,9 @@
 // Accept-Encoding / If-None-Match helpers.
 #include <doctest/doctest.h>
 
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "server/url.hpp"
 
@@ -197,4 +199,55 @@ TEST_CASE("etag_matches") {
   CHECK_FALSE(etag_matches("abc", "\"abc\""));
   CHECK_FALSE(etag_matches("", "\"abc\""));
   CHECK_FALSE(etag_matches("\"abc\"", ""));
+}
+
+TEST_CASE("host_of: the host part of a Host header, lower-case") {
+  CHECK(host_of("localhost") == "localhost");
+  CHECK(host_of("LocalHost:6006") == "localhost");
+  CHECK(host_of("localhost.:80") == "localhost");
+  CHECK(host_of("127.0.0.1:6006") == "127.0.0.1");
+  CHECK(host_of("[::1]:6006") == "::1");
+  CHECK(host_of("[::1]") == "::1");
+  CHECK(host_of(" viewer.example.com ") == "viewer.example.com");
+  CHECK_FALSE(host_of(""));
+  CHECK_FALSE(host_of(":6006"));
+  CHECK_FALSE(host_of("a:"));
+  CHECK_FALSE(host_of("a:66a"));
+  CHECK_FALSE(host_of("a:123456"));
+  CHECK_FALSE(host_of("[::1"));
+  CHECK_FALSE(host_of("[::1]x"));
+  CHECK_FALSE(host_of("[evil.com]"));
+  CHECK_FALSE(host_of("a b"));
+  CHECK_FALSE(host_of("a/b"));
+  CHECK_FALSE(host_of("a@b"));
+}
+
+TEST_CASE("host_allowed: IP literals, localhost and named hosts only (DNS rebinding)") {
+  const host_policy strict{false, {"viewer.example.com", ".corp.example"}};
+  for (const char* ok : {"localhost", "localhost:6006", "app.localhost", "127.0.0.1:6006", "10.1.2.3", "[::1]:1",
+                         "[fe80::1]", "viewer.example.com:6006", "VIEWER.example.com", "corp.example", "a.b.corp.example"}) {
+    CAPTURE(ok);
+    CHECK(host_allowed(std::string_view(ok), strict));
+  }
+  for (const char* refused : {"evil.example", "viewer.example.com.evil.example", "localhost.evil.example",
+                              "xcorp.example", "1.2.3", "1.2.3.4.5", "256.1.1.1", "127.0.0.1.nip.io", "", "a b"}) {
+    CAPTURE(refused);
+    CHECK_FALSE(host_allowed(std::string_view(refused), strict));
+  }
+  CHECK(host_allowed(std::nullopt, strict));  // HTTP/1.0 without Host
+  const host_policy all{true, {}};
+  CHECK(host_allowed(std::string_view("evil.example"), all));
+  const host_policy star{false, {"*"}};
+  CHECK(host_allowed(std::string_view("evil.example"), star));
+}
+
+TEST_CASE("parse_allowed_hosts") {
+  CHECK(parse_allowed_hosts("a.example") == std::vector<std::string>{"a.example"});
+  CHECK(parse_allowed_hosts("A.example, .Corp.example,*") ==
+        std::vector<std::string>{"a.example", ".corp.example", "*"});
+  CHECK_FALSE(parse_allowed_hosts(""));
+  CHECK_FALSE(parse_allowed_hosts("a,,b"));
+  CHECK_FALSE(parse_allowed_hosts("."));
+  CHECK_FALSE(parse_allowed_hosts("a/b"));
+  CHECK_FALSE(parse_allowed_hosts("a:80"));
 }

@@ -105,6 +105,43 @@ TEST_CASE("cli: errors are clear and exit non-zero") {
   CHECK(no_worker.output.find("worker0") != std::string::npos);  // lists what is available
 }
 
+TEST_CASE("cli: events beyond 2^63 us are dropped with a warning, the other views still answer") {
+  const fs::path tmp = fs::temp_directory_path() / ("ks_cli_far_" + std::to_string(::getpid()) + ".pt.trace.json");
+  std::ofstream(tmp) << R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::far", "pid": 1, "tid": 1, "ts": 1e19, "dur": 1},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::farther", "pid": 1, "tid": 1, "ts": 123456789012345678901234567890, "dur": 1},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1e308, "args": {"Bytes": 4, "Device Type": 0}}
+  ]})J";
+  const run_result tables = run("analyze " + tmp.string());
+  CHECK(tables.status == 0);
+  CHECK(tables.output.find("aten::mm") != std::string::npos);
+  CHECK(tables.output.find("aten::far") == std::string::npos);
+  const run_result all = run("analyze " + tmp.string() + " --json");  // every view
+  REQUIRE(all.status == 0);
+  const json d = json::parse(all.output)["diagnostics"];
+  CHECK(d["warnings"]["time out of range, event dropped"] == 3);
+  CHECK(d["messages"][0] == "event #1: time out of range, event dropped (ts)");
+  fs::remove(tmp);
+}
+
+TEST_CASE("cli: --max_file_size refuses bigger traces with a clear error") {
+  const fs::path tmp = fs::temp_directory_path() / ("ks_cli_size_" + std::to_string(::getpid()) + ".pt.trace.json");
+  std::ofstream(tmp) << R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]})J"
+                     << std::string(2000, ' ');
+  const run_result refused = run("analyze " + tmp.string() + " --max_file_size 1K");
+  CHECK(refused.status == 1);
+  CHECK(refused.output == "kinetoscope analyze: " + tmp.string() +
+                              ": trace text larger than the limit of 1024 bytes (--max_file_size)\n");
+  const run_result allowed = run("analyze " + tmp.string() + " --max_file_size 4KiB");
+  CHECK(allowed.status == 0);
+  CHECK(allowed.output.find("aten::mm") != std::string::npos);
+  const run_result bad = run("analyze " + tmp.string() + " --max_file_size 1.5G");
+  CHECK(bad.status == 2);
+  CHECK(bad.output.find("--max_file_size wants a size in bytes") != std::string::npos);
+  fs::remove(tmp);
+}
+
 #include "kinetoscope/writer/chrome_trace.hpp"
 
 TEST_CASE("cli: --memory-range restricts the memory statistics, the curve stays whole") {

@@ -6,6 +6,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -182,4 +183,63 @@ TEST_CASE("discovery: the shared traces folder") {
     if (f.run == "resnet50_v100") resnet.push_back(describe(f));
   }
   CHECK(resnet == std::vector<std::string>{"resnet50_v100|worker0|1|1623143089861", "resnet50_v100|worker0|2|1623143566756"});
+}
+
+TEST_CASE("discovery: symlinks leaving the logdir and the walk's bounds") {
+  temp_dir tmp("kinetoscope-bounds");
+  const fs::path log = tmp.path / "logs";
+  write_file(log / "run" / "w.pt.trace.json", k_trace);
+  write_file(tmp.path / "out" / "x.pt.trace.json", k_trace);
+  fs::create_directory_symlink("/", log / "root");
+  fs::create_directory_symlink(tmp.path / "out", log / "out");
+  fs::create_symlink(tmp.path / "out" / "x.pt.trace.json", log / "run" / "x.pt.trace.json");
+
+  SUBCASE("not followed: nothing outside is listed or read, and the walk ends at once") {
+    const auto t0 = std::chrono::steady_clock::now();
+    const discover_result r = discover_logdir(log.string(), {});
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5));
+    CHECK(r.complete);
+    std::vector<std::string> got;
+    for (const trace_file& f : r.files) got.push_back(describe(f) + "|" + f.skipped);
+    CHECK(got == std::vector<std::string>{
+                     "run|w|default||",
+                     "run|x|default||a symlink leading outside the logdir, not followed (--follow_symlinks)"});
+    CHECK(r.notes == std::vector<std::string>{
+                         "out: a directory symlink leading outside the logdir, not followed (--follow_symlinks)",
+                         "root: a directory symlink leading outside the logdir, not followed (--follow_symlinks)"});
+  }
+  SUBCASE("followed, a link to / ends at the entry bound with a note") {
+    discover_options o;
+    o.follow_outside_symlinks = true;
+    o.max_entries = 2000;
+    const discover_result r = discover_logdir(log.string(), o);
+    CHECK_FALSE(r.complete);
+    REQUIRE_FALSE(r.notes.empty());
+    CHECK(r.notes.back() == "stopped after 2000 directory entries; files beyond them are not listed");
+  }
+  SUBCASE("followed, the time bound") {
+    discover_options o;
+    o.follow_outside_symlinks = true;
+    o.max_time = std::chrono::milliseconds(0);
+    const discover_result r = discover_logdir(log.string(), o);
+    CHECK_FALSE(r.complete);
+    CHECK(r.notes == std::vector<std::string>{"stopped after 0.0 s of searching; files beyond are not listed"});
+  }
+  SUBCASE("the depth bound") {
+    fs::remove(log / "root");
+    fs::path deep = log / "d";
+    for (int i = 0; i < 5; ++i) deep /= "d";
+    write_file(deep / "deep.pt.trace.json", k_trace);
+    discover_options o;
+    o.max_depth = 3;
+    const discover_result r = discover_logdir(log.string(), o);
+    CHECK(r.complete);
+    for (const trace_file& f : r.files) CHECK(f.worker != "deep");
+    CHECK(std::find(r.notes.begin(), r.notes.end(),
+                    "d/d/d/d: deeper than 3 levels below the logdir, not searched") != r.notes.end());
+    o.max_depth = 16;
+    bool found = false;
+    for (const trace_file& f : discover_logdir(log.string(), o).files) found = found || f.worker == "deep";
+    CHECK(found);
+  }
 }

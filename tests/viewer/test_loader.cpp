@@ -19,6 +19,7 @@
 
 #include "analysis/loader.hpp"
 #include "analysis/loader_stats.hpp"
+#include "analysis/op_tree.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
@@ -502,6 +503,128 @@ TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
   }
 }
 
+TEST_CASE("loader: both parse paths agree on trailing NULs, trailing text and truncation") {
+  const std::string ev = R"J({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1})J";
+  const std::string evs = ev + ", " + ev + ", " + ev + ", " + ev;
+  const std::string object = R"J({"traceEvents": [)J" + evs + "]}";
+  const std::string legacy = "[" + evs + "]";
+  const std::size_t windows[] = {0, std::size_t{4} << 20, 64};
+  SUBCASE("NUL bytes after the value are ignored with one warning") {
+    for (const std::string& text : {object + std::string(1, '\0'), object + std::string(3, '\0') + "\n",
+                                    object + "\n" + std::string(1, '\0'), legacy + std::string(2, '\0')}) {
+      for (std::size_t window : windows) {
+        CAPTURE(window);
+        const trace_model m = load_ok(text, {.window_bytes = window});
+        CHECK(m.events.size() == 4);
+        CHECK(warnings(m, "NUL bytes after the JSON value ignored") == 1);
+        CHECK(m.diagnostics.messages.back() == "top level: NUL bytes after the JSON value ignored");
+      }
+    }
+    for (std::size_t window : windows) {  // no NUL, no warning
+      CHECK(load_ok(object + "\n", {.window_bytes = window}).diagnostics.warnings.empty());
+    }
+  }
+  SUBCASE("text after the value is named as such, at its first byte") {
+    const struct {
+      std::string text;
+      std::uint64_t offset;
+    } cases[] = {{object + " trailing", object.size() + 1}, {object + "}", object.size()},
+                 {legacy + " x", legacy.size() + 1}, {object + std::string(1, '\0') + "x", object.size() + 1}};
+    for (const auto& c : cases) {
+      for (std::size_t window : windows) {
+        CAPTURE(c.text.substr(c.text.size() - 3));
+        CAPTURE(window);
+        const load_error e = load_fails(c.text, {.window_bytes = window});
+        CHECK(e.reason == "unexpected text after the JSON value");
+        CHECK(e.byte_offset == c.offset);
+        CHECK(e.event_index == -1);
+      }
+    }
+  }
+  SUBCASE("truncation names the first event not read whole") {
+    const std::string unclosed = "unexpected end of JSON: unclosed array or object (truncated file?)";
+    const std::string in_string = "unexpected end of text inside a string (truncated file?)";
+    const struct {
+      std::string text;
+      std::string reason;
+      std::int64_t event;
+    } cases[] = {{R"J({"traceEvents": [)J" + evs, unclosed, 4},
+                 {R"J({"traceEvents": [)J" + evs + R"J(, {"ph": "X", "na)J", in_string, 4},
+                 {R"J({"traceEvents": [)J" + ev + R"J(, {"ph": "X", "args": {"a": [1, )J", unclosed, 1},
+                 {R"J({"traceEvents": [)J" + evs + R"J(], "x": )J", unclosed, -1},
+                 {R"J({"traceEvents": [)J", unclosed, 0},
+                 {"[" + evs + R"J(, {"ph")J", unclosed, 4}};
+    for (const auto& c : cases) {
+      for (std::size_t window : windows) {
+        CAPTURE(c.text);
+        CAPTURE(window);
+        const load_error e = load_fails(c.text, {.window_bytes = window});
+        CHECK(e.reason == c.reason);
+        CHECK(e.byte_offset == c.text.size());
+        CHECK(e.event_index == c.event);
+      }
+    }
+  }
+}
+
+TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it inflates") {
+  const std::string small = R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})J";
+  SUBCASE("plain text: the limit is inclusive") {
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CHECK(load_ok(small, {.window_bytes = window, .max_text_bytes = small.size()}).events.size() == 1);
+      const load_error e = load_fails(small, {.window_bytes = window, .max_text_bytes = small.size() - 1});
+      CHECK(e.reason == "trace text larger than the limit of " + std::to_string(small.size() - 1) +
+                            " bytes (--max_file_size)");
+      CHECK(e.message() == "bad.json: " + e.reason);
+    }
+  }
+  SUBCASE("a gzip bomb: 40 MB of text from a small file") {
+    // Valid JSON, so the streamed path would take it whole; the limit stops it at 1 MiB.
+    std::string text = R"J({"traceEvents": [)J" + std::string(std::size_t{40} << 20, ' ') + small.substr(17);
+    const std::string gz = gzip_bytes(text);
+    REQUIRE(gz.size() < text.size() / 500);
+    const std::string expected = "trace text larger than the limit of 1048576 bytes (--max_file_size)";
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CAPTURE(window);
+      CHECK(load_fails(gz, {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20}).reason == expected);
+      CHECK(load_ok(gz, {.window_bytes = window}).events.size() == 1);  // the default (16 GiB) takes it
+    }
+    const fs::path file = fs::temp_directory_path() / ("ks_bomb_" + std::to_string(::getpid()) + ".pt.trace.json.gz");
+    std::ofstream(file, std::ios::binary) << gz;
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const load_result r = load_trace(file.string(), {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20});
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error->reason == expected);
+    }
+    const fs::path plain = fs::temp_directory_path() / ("ks_big_" + std::to_string(::getpid()) + ".pt.trace.json");
+    std::ofstream(plain, std::ios::binary) << text;
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      const load_result r = load_trace(plain.string(), {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20});
+      REQUIRE_FALSE(r.ok());
+      CHECK(r.error->reason == expected);
+    }
+    fs::remove(file);
+    fs::remove(plain);
+  }
+  SUBCASE("sizes as the flags take them") {
+    CHECK(parse_byte_size("1000") == 1000u);
+    CHECK(parse_byte_size("16G") == std::uint64_t{16} << 30);
+    CHECK(parse_byte_size("16g") == std::uint64_t{16} << 30);
+    CHECK(parse_byte_size("512MiB") == std::uint64_t{512} << 20);
+    CHECK(parse_byte_size("2KB") == 2048u);
+    CHECK(parse_byte_size("3T") == std::uint64_t{3} << 40);
+    CHECK(parse_byte_size("7B") == 7u);
+    CHECK(parse_byte_size("8388608T") == std::uint64_t{1} << 63);
+    CHECK_FALSE(parse_byte_size("8388609T").has_value());
+    CHECK_FALSE(parse_byte_size("").has_value());
+    CHECK_FALSE(parse_byte_size("G").has_value());
+    CHECK_FALSE(parse_byte_size("-1").has_value());
+    CHECK_FALSE(parse_byte_size("1.5G").has_value());
+    CHECK_FALSE(parse_byte_size("12 G").has_value());
+    CHECK_FALSE(parse_byte_size("1P").has_value());
+  }
+}
+
 TEST_CASE("loader: bad events load with warnings counted") {
   SUBCASE("wrong types, missing name, non-object event") {
     const trace_model m = load_ok(R"J({"traceEvents": [
@@ -527,7 +650,7 @@ TEST_CASE("loader: bad events load with warnings counted") {
   }
   SUBCASE("huge numbers") {
     const trace_model m = load_ok(R"J({"traceEvents": [
-      {"ph": "X", "cat": "cuda_runtime", "name": "r", "pid": 1, "tid": 1, "ts": 1e308, "dur": 1e308,
+      {"ph": "X", "cat": "cuda_runtime", "name": "r", "pid": 1, "tid": 1, "ts": 1e15, "dur": 1e3,
        "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808}},
       {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 5, "dur": 1,
        "args": {"External id": 18446744073709551615, "correlation": 9223372036854775808, "device": 1e400}},
@@ -538,12 +661,47 @@ TEST_CASE("loader: bad events load with warnings counted") {
     const event* k = find_event(m, "k");
     REQUIRE(r != nullptr);
     REQUIRE(k != nullptr);
-    CHECK(r->ts == 1e308);
+    CHECK(r->ts == 1e15);
     CHECK(r->external_id == k->external_id);  // still matched
     CHECK(r->correlation == k->correlation);
     CHECK(r->external_id == -1);              // two's-complement bits of 2^64-1
     CHECK(warnings(m, "id beyond int64") == 4);
     CHECK(m.events[0].ts < 0);                // sorted: -1e-300 first
+  }
+  SUBCASE("times outside the model's range are dropped with a warning naming the event") {
+    // ts and ts + dur must fit a signed 64-bit µs count, [-2^63, 2^63).
+    const std::string text = R"J({"traceEvents": [
+      {"ph": "X", "cat": "cpu_op", "name": "ok", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+      {"ph": "X", "cat": "cpu_op", "name": "e19", "pid": 1, "tid": 1, "ts": 1e19, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "e308", "pid": 1, "tid": 1, "ts": 1e308, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "digits", "pid": 1, "tid": 1, "ts": 123456789012345678901234567890, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "long", "pid": 1, "tid": 1, "ts": 20, "dur": 1e300},
+      {"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": -1e19, "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "string", "pid": 1, "tid": 1, "ts": "9223372036854775808", "dur": 1},
+      {"ph": "X", "cat": "cpu_op", "name": "edge", "pid": 1, "tid": 1, "ts": 9223372036854774784, "dur": 0},
+      {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1e19, "args": {"Bytes": 4}},
+      {"ph": "s", "id": 5, "pid": 1, "tid": 1, "ts": 1e19, "cat": "fwdbwd", "name": "fwdbwd"}
+    ]})J";
+    for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
+      CAPTURE(window);
+      const trace_model m = load_ok(text, {.window_bytes = window});
+      REQUIRE(m.events.size() == 2);
+      CHECK(m.str(m.events[0].name) == "ok");
+      CHECK(m.str(m.events[1].name) == "edge");  // the largest double below 2^63
+      CHECK(m.memory.empty());
+      CHECK(m.fwdbwd.empty());
+      CHECK(warnings(m, "time out of range, event dropped") == 8);
+      CHECK(m.diagnostics.events_by_category.at("cpu_op") == 8);  // still counted as read
+      const std::vector<std::string> expected_first{
+          "event #1: time out of range, event dropped (ts)", "event #2: time out of range, event dropped (ts)",
+          "event #3: time out of range, event dropped (ts)", "event #4: time out of range, event dropped (dur)"};
+      REQUIRE(m.diagnostics.messages.size() >= 4);
+      CHECK(std::vector<std::string>(m.diagnostics.messages.begin(), m.diagnostics.messages.begin() + 4) ==
+            expected_first);
+      const auto trees = build_op_tree(m);  // used to read past its stack here
+      REQUIRE(trees.threads.size() == 1);
+      CHECK(trees.nodes[trees.threads[0].root].children.size() == 2);
+    }
   }
   SUBCASE("invalid UTF-8 inside a name") {
     const std::string text = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad\xff\xfe name\", "

@@ -305,6 +305,13 @@ TEST_CASE("memory_view: no memory events, and records on a thread without a tree
   CHECK_FALSE(m.present);
   CHECK(m.devices.empty());
   CHECK(m.default_device == "CPU");
+  // No index is built for a trace without memory records (it held ~33 bytes per tree node).
+  const memory_index none = build_memory_index(empty, trees);
+  CHECK_FALSE(none.present());
+  CHECK(none.memory_bytes() < 1024);
+  const memory_result ranged = compute_memory_range(none, empty, trees, {t0, t0 + 5});
+  CHECK_FALSE(ranged.present);
+  CHECK(ranged.devices.empty());
 
   // A model whose memory tid has no host events: curve and table rows, no statistics.
   trace_model model = empty;
@@ -716,4 +723,59 @@ TEST_CASE("memory_view: indexed ranges equal compute_memory on a recorded trace 
   CHECK(all.counts.records > 10000);
   // Fewer random ranges here: each reference compute_memory() call walks the whole trace.
   check_ranges(*real.model, real_trees, probe_ranges(*real.model, real_trees, 6, 8, 4));
+}
+
+TEST_CASE("memory_view: extreme sizes are saturated with a warning, sums saturate, peaks follow the curve") {
+  // Sizes beyond ±2^53 bytes are saturated by the loader; sums over many saturated sizes stop at
+  // the int64 limits instead of overflowing.
+  constexpr std::int64_t limit = std::int64_t{1} << 53;
+  constexpr std::int64_t max64 = std::numeric_limits<std::int64_t>::max();
+  constexpr int allocations = 1100;  // 1100 · 2^53 > 2^63
+  std::string text = R"J({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::huge", "pid": 1, "tid": 1, "ts": 0, "dur": 100000},
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 1,
+     "args": {"Addr": 1, "Bytes": -9223372036854775808, "Total Allocated": 1e308, "Total Reserved": -1e308, "Device Type": 0}})J";
+  for (int i = 0; i < allocations; ++i) {
+    text += R"J(,
+    {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": )J" + std::to_string(10 + i) +
+            R"J(, "args": {"Addr": )J" + std::to_string(100 + i) +
+            R"J(, "Bytes": 9223372036854775807, "Total Allocated": 5, "Total Reserved": 5, "Device Type": 0}})J";
+  }
+  text += "]}";
+  load_result r = load_trace_buffer(text, "extreme.json");
+  REQUIRE(r.ok());
+  const trace_model& model = *r.model;
+  CHECK(model.diagnostics.warnings.at("memory size out of range, saturated") == allocations + 3);
+  REQUIRE(model.diagnostics.messages.size() >= 3);
+  CHECK(model.diagnostics.messages[0] == "event #1: memory size out of range, saturated (Bytes)");
+  CHECK(model.diagnostics.messages[1] == "event #1: memory size out of range, saturated (Total Allocated)");
+  CHECK(model.diagnostics.messages[2] == "event #1: memory size out of range, saturated (Total Reserved)");
+  REQUIRE(model.memory.size() == allocations + 1);
+  CHECK(model.memory[0].bytes == -limit);
+  CHECK(model.memory[0].total_allocated == static_cast<double>(limit));
+  CHECK(model.memory[0].total_reserved == -static_cast<double>(limit));
+  CHECK(model.memory[1].bytes == limit);
+
+  const op_trees trees = build_op_tree(model);
+  const memory_result m = compute_memory(model, trees);
+  const memory_device* cpu = m.device("CPU");
+  REQUIRE(cpu != nullptr);
+  CHECK(m.first_ts == 0);
+  CHECK(cpu->curve.front() == point{1, static_cast<double>(limit), -static_cast<double>(limit)});
+  CHECK(cpu->peak_allocated_bytes == limit);  // the curve's maximum, not 0
+  CHECK(cpu->peak_time_us == 1.0);
+  CHECK(cpu->peak_reserved_bytes == 5);
+  REQUIRE(cpu->stats.size() == 1);
+  check_stat(cpu->stats[0], "aten::huge", 1, max64, max64, allocations, allocations, max64, max64);
+  REQUIRE(cpu->events.size() == allocations + 1);
+  CHECK(cpu->events.back().size_bytes == limit);  // the unpaired free of -2^53, negated
+  check_ranges(model, trees, {{-1.0, 200000.0}, {5.0, 500.0}, {0.5, 1.5}});
+
+  // A hand-built model that bypasses the loader: memory_view clamps by itself.
+  trace_model raw = model;
+  raw.memory[0].bytes = std::numeric_limits<std::int64_t>::min();
+  raw.memory[0].total_allocated = 1e308;
+  const memory_result rm = compute_memory(raw, trees);
+  CHECK(rm.device("CPU")->peak_allocated_bytes == limit);
+  CHECK(rm.device("CPU")->events.back().size_bytes == limit);
 }

@@ -108,6 +108,22 @@ TEST_CASE("op_tree: equal starts put the longer node first, intersecting nodes a
   CHECK(operator_names(t) == std::vector<std::string>{"short", "inner", "long", "after"});
 }
 
+TEST_CASE("op_tree: a node the root does not contain is dropped, the root is never popped") {
+  // The loader refuses such times; a hand-built model still reaches the builder with them.
+  model_builder b;
+  b.host("a", 0, 4).host("b", 10, 2).host("far", 1e19, 1).host("very far", 1e308, 0);
+  auto m = b.build();
+  auto t = build_op_tree(m);
+  REQUIRE(t.threads.size() == 1);
+  const auto root = t.threads[0].root;
+  CHECK(child_names(t, root) == std::vector<std::string>{"a", "b"});
+  CHECK(t.stats.nodes_dropped_intersecting == 2);
+  CHECK(t.nodes[find(t, "far")].parent == no_index);
+  CHECK(t.nodes[find(t, "very far")].parent == no_index);
+  CHECK(t.nodes[root].start == 0);
+  CHECK(t.nodes[root].end == 12);
+}
+
 TEST_CASE("op_tree: runtimes attach by external id, device nodes by correlation") {
   model_builder b;
   b.host("aten::add", 0, 20, 1, 5)

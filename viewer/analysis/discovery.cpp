@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -120,45 +122,123 @@ std::string root_name_of(const std::string& root) {
   return name.empty() ? root : name;
 }
 
+/// Whether `p` equals `root` or lies below it (both canonical, absolute).
+bool is_within(const std::string& p, const std::string& root) {
+  if (root == "/") return true;
+  return p == root || (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
+}
+
 struct walker {
   std::string root;  ///< absolute logdir, no trailing '/'
   std::string root_name;
+  std::string canonical_root;  ///< root with every symlink resolved
+  discover_options options;
+  std::chrono::steady_clock::time_point deadline;
+  std::size_t entries = 0;
+  bool stopped = false;
+  bool depth_noted = false;
+  std::size_t notes_dropped = 0;
   /// (dev, inode) of the directories on the current path: a symlink back to one of them is a
   /// loop. (A directory reachable by two routes is listed under both, as os.walk does.)
   std::set<std::pair<std::uint64_t, std::uint64_t>> ancestors;
-  std::vector<trace_file> found;
+  discover_result out;
+
+  std::string rel(const std::string& path) const {
+    return path.size() > root.size() ? path.substr(root.size() + 1) : std::string(".");
+  }
+
+  void note(std::string text) {
+    if (out.notes.size() < 100) out.notes.push_back(std::move(text));
+    else ++notes_dropped;
+  }
+
+  /// Whether the symlink at `path` leads outside the logdir (true also when it cannot be resolved).
+  bool leads_outside(const std::string& path) const {
+    std::error_code ec;
+    const fs::path target = fs::canonical(path, ec);
+    return ec || !is_within(target.string(), canonical_root);
+  }
 
   void walk(const std::string& dir, const std::string& run, int depth) {
     const file_stat st = stat_path(dir);
-    if (!st.ok || !st.is_dir || depth > 64) return;
+    if (!st.ok || !st.is_dir) return;
+    if (depth > options.max_depth) {
+      if (!depth_noted) note(rel(dir) + ": deeper than " + std::to_string(options.max_depth) + " levels below the logdir, not searched");
+      depth_noted = true;
+      return;
+    }
     const std::pair<std::uint64_t, std::uint64_t> id{st.dev, st.ino};
     if (!ancestors.insert(id).second) return;  // symlink loop
     list_dir(dir, run, depth);
     ancestors.erase(id);
   }
 
+  /// Counts one entry against the bounds; false once the walk must stop.
+  bool budget() {
+    if (stopped) return false;
+    if (++entries > options.max_entries) {
+      stopped = true;
+      note("stopped after " + std::to_string(options.max_entries) + " directory entries; files beyond them are not listed");
+    } else if ((entries & 63) == 1 && std::chrono::steady_clock::now() > deadline) {
+      stopped = true;
+      char seconds[32];
+      std::snprintf(seconds, sizeof seconds, "%.1f", static_cast<double>(options.max_time.count()) / 1000.0);
+      note(std::string("stopped after ") + seconds + " s of searching; files beyond are not listed");
+    }
+    return !stopped;
+  }
+
+  void unlisted(const std::string& dir, const std::error_code& ec) {
+    out.unlisted_dirs.push_back(dir);
+    out.unlisted_errors.push_back(ec.value());
+    note(rel(dir) + ": cannot be listed (" + ec.message() + ")");
+  }
+
   void list_dir(const std::string& dir, const std::string& run, int depth) {
     std::error_code ec;
     fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
-    if (ec) return;
+    if (ec) return unlisted(dir, ec);
     std::vector<std::string> names;
     for (; it != fs::directory_iterator(); it.increment(ec)) {
-      if (ec) break;
+      if (ec) return unlisted(dir, ec);
+      if (!budget()) return;
       names.push_back(it->path().filename().string());
     }
     std::sort(names.begin(), names.end());
     std::vector<std::string> subdirs;
     for (const std::string& name : names) {
       const std::string path = dir + "/" + name;
+      struct stat lsb {};
+      if (::lstat(path.c_str(), &lsb) != 0) continue;
+      if (S_ISLNK(lsb.st_mode) && !options.follow_outside_symlinks && leads_outside(path)) {
+        const file_stat target = stat_path(path);  // (only its kind: nothing is read)
+        if (target.ok && target.is_dir) {
+          note(rel(path) + ": a directory symlink leading outside the logdir, not followed (--follow_symlinks)");
+        } else if (auto parts = parse_trace_name(name); parts && !ends_with(name, ".tmp")) {
+          trace_file f;
+          f.path = path;
+          f.run = run;
+          f.worker = parts->worker;
+          f.raw_span = parts->raw_span;
+          f.span = f.raw_span.empty() ? "default" : "";
+          f.mtime_ns = static_cast<std::int64_t>(lsb.st_mtim.tv_sec) * 1000000000 + lsb.st_mtim.tv_nsec;
+          f.skipped = "a symlink leading outside the logdir, not followed (--follow_symlinks)";
+          out.files.push_back(std::move(f));
+        } else if (ends_with(name, ".json") || ends_with(name, ".json.gz")) {
+          note(rel(path) + ": a symlink leading outside the logdir, not read (--follow_symlinks)");
+        }
+        continue;
+      }
       const file_stat fst = stat_path(path);
       if (!fst.ok) continue;
       if (fst.is_dir) {
         subdirs.push_back(name);
         continue;
       }
-      if (auto f = make_entry(path, name, run, fst)) found.push_back(std::move(*f));
+      if (auto f = make_entry(path, name, run, fst)) out.files.push_back(std::move(*f));
     }
     for (const std::string& sub : subdirs) {
+      if (stopped) return;
       walk(dir + "/" + sub, run == root_name && dir == root ? sub : run + "/" + sub, depth + 1);
     }
   }
@@ -207,24 +287,38 @@ bool sniff_trace(const std::string& path) {
 }
 
 std::vector<trace_file> discover(const std::string& logdir) {
+  discover_options o;
+  o.follow_outside_symlinks = true;
+  return discover_logdir(logdir, o).files;
+}
+
+discover_result discover_logdir(const std::string& logdir, const discover_options& options) {
   try {
     const std::string root_str = normal_root(logdir);
     if (root_str.empty()) return {};
     walker w;
     w.root = root_str;
     w.root_name = root_name_of(root_str);
+    w.options = options;
+    w.deadline = std::chrono::steady_clock::now() + options.max_time;
+    std::error_code ec;
+    w.canonical_root = fs::canonical(root_str, ec).string();
+    if (ec) w.canonical_root = root_str;
     w.walk(root_str, w.root_name, 0);
+    if (w.notes_dropped > 0) w.out.notes.push_back("... and " + std::to_string(w.notes_dropped) + " more");
+    w.out.complete = !w.stopped;
+    std::vector<trace_file>& found = w.out.files;
 
     // Span numbering per (run, worker): raw spans sorted as strings -> "1", "2", ...
     std::map<std::pair<std::string, std::string>, std::vector<std::string>> spans;
-    for (const trace_file& f : w.found) {
+    for (const trace_file& f : found) {
       if (!f.raw_span.empty()) spans[{f.run, f.worker}].push_back(f.raw_span);
     }
     for (auto& [key, list] : spans) {
       std::sort(list.begin(), list.end());
       list.erase(std::unique(list.begin(), list.end()), list.end());
     }
-    for (trace_file& f : w.found) {
+    for (trace_file& f : found) {
       if (f.raw_span.empty()) {
         f.span = "default";
         continue;
@@ -233,12 +327,14 @@ std::vector<trace_file> discover(const std::string& logdir) {
       const auto pos = std::lower_bound(list.begin(), list.end(), f.raw_span) - list.begin();
       f.span = std::to_string(pos + 1);
     }
-    std::stable_sort(w.found.begin(), w.found.end(), [](const trace_file& a, const trace_file& b) {
+    std::stable_sort(found.begin(), found.end(), [](const trace_file& a, const trace_file& b) {
       return std::tie(a.run, a.worker, a.raw_span) < std::tie(b.run, b.worker, b.raw_span);
     });
-    return std::move(w.found);
+    return std::move(w.out);
   } catch (const std::exception&) {
-    return {};
+    discover_result r;
+    r.complete = false;
+    return r;
   }
 }
 

@@ -12,6 +12,7 @@
 ///   std::cout << f.run << " " << f.worker << " span " << f.span << ": " << f.path << "\n";
 /// @endcode
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,6 +30,35 @@ struct trace_file {
   std::string raw_span;  ///< the digits of the name's span group ("1623143089861"); "" when none
   std::uint64_t size = 0;      ///< bytes on disk
   std::int64_t mtime_ns = 0;   ///< modification time, ns since the Unix epoch
+  /// Non-empty for a symlink that leads outside the logdir and is not followed: why it is not
+  /// read (the target is neither named nor read; size and mtime are the link's own).
+  std::string skipped;
+};
+
+/// How far discovery goes (discover_logdir()).
+struct discover_options {
+  /// Follow symlinks (to files and to directories) whose target lies outside the logdir. Off:
+  /// a file symlink leading outside is listed with `skipped` set (when its name is a trace
+  /// name), a directory symlink leading outside is not entered; both are noted.
+  bool follow_outside_symlinks = false;
+  int max_depth = 16;                    ///< directory levels below the logdir searched
+  std::size_t max_entries = 1000000;     ///< directory entries looked at, in all
+  std::chrono::milliseconds max_time{30000};  ///< wall time of one walk
+};
+
+/// What one walk found and what it could not do.
+struct discover_result {
+  std::vector<trace_file> files;  ///< as discover() returns them
+  /// Human-readable notes, paths relative to the logdir: symlinks not followed, directories that
+  /// could not be listed, depth or size limits reached. At most 100 (then a count).
+  std::vector<std::string> notes;
+  /// Directories (paths as walked, like trace_file::path) whose listing failed: files below them
+  /// may exist although they are not in `files`.
+  std::vector<std::string> unlisted_dirs;
+  /// The errno of each unlisted directory's failure (same order).
+  std::vector<int> unlisted_errors;
+  /// False when a bound (entries, time) ended the walk early: `files` may lack some.
+  bool complete = true;
 };
 
 /// The parts of a trace file name under the plugin's pattern
@@ -53,8 +83,13 @@ bool sniff_trace(const std::string& path);
 /// `*.json.gz` files that sniff_trace() accepts (worker = name without `.json[.gz]`, span
 /// "default"). Files ending in `.tmp` (being written) and unreadable entries are skipped.
 /// Sorted by (run, worker, raw_span), i.e. spans in numbering order. Empty if the logdir is
-/// missing. Never throws.
+/// missing. Never throws. The command-line form: it follows symlinks wherever they lead (the
+/// user named the folder), within discover_options' depth, entry and time bounds.
 std::vector<trace_file> discover(const std::string& logdir);
+
+/// discover() under `options` (the server's form: symlinks leaving the logdir are not followed
+/// unless asked), with what the walk could not do. Never throws.
+discover_result discover_logdir(const std::string& logdir, const discover_options& options);
 
 /// One file on its own, as discover() would list it, except that `span` is "" when the name
 /// has a span group (numbering needs the sibling files: call discover()). nullopt when the file

@@ -12,7 +12,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
+#include <charconv>
+#include <cctype>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -245,6 +249,25 @@ void reader::emit_deferred(event_type type) {
   }
 }
 
+void reader::saturate_memory_sizes(memory_args& mem) {
+  // ±2^53 bytes (8 PiB) is beyond any device and keeps sizes, their negations and the curve's
+  // doubles exact; larger values (Bytes = -2^63, Total Allocated = 1e308) are saturated.
+  constexpr std::int64_t limit = std::int64_t{1} << 53;
+  constexpr double limit_d = static_cast<double>(limit);
+  if (mem.bytes > limit || mem.bytes < -limit) {
+    mem.bytes = mem.bytes > 0 ? limit : -limit;
+    warn("memory size out of range, saturated", "Bytes");
+  }
+  if (std::abs(mem.total_allocated) > limit_d) {
+    mem.total_allocated = std::copysign(limit_d, mem.total_allocated);
+    warn("memory size out of range, saturated", "Total Allocated");
+  }
+  if (std::abs(mem.total_reserved) > limit_d) {
+    mem.total_reserved = std::copysign(limit_d, mem.total_reserved);
+    warn("memory size out of range, saturated", "Total Reserved");
+  }
+}
+
 void reader::finish_event() {
   pending& p = p_;
   const std::size_t slot = p.has_cat ? category_slot(p.cat, true) : category_slot(p.has_ph ? p.ph : "", false);
@@ -260,6 +283,15 @@ void reader::finish_event() {
       iter_ts_ = p.ts;
       has_iter_ = true;
     }
+  }
+  // Times must fit the model's range: µs that fit a signed 64-bit integer, the span the operator
+  // tree's root covers (and the plugin's). Beyond it (1e19, 1e308, a 30-digit integer) an event
+  // could not be placed in any tree, so it is dropped with a warning naming the event.
+  const bool placed = ph == 'X' || ((ph == 'i' || ph == 'I') && p.name == "[memory]") ||
+                      ((ph == 's' || ph == 'f') && p.has_cat && c.info.fwdbwd);
+  if (placed && (!time_in_model_range(p.ts) || (ph == 'X' && !time_in_model_range(p.ts + p.dur)))) {
+    warn("time out of range, event dropped", ph == 'X' && time_in_model_range(p.ts) ? "dur" : "ts");
+    return;
   }
   if (ph == 'X') {
     event ev;
@@ -315,6 +347,7 @@ void reader::finish_event() {
     ev.name = m_.intern(p.name);
     ev.extra = static_cast<std::uint32_t>(m_.memory.size());
     if (!p.has_ts) warn("missing ts");
+    saturate_memory_sizes(p.mem);
     m_.memory.push_back(p.mem);
     emit_deferred(ev.type);
     m_.events.push_back(ev);
@@ -344,8 +377,11 @@ bool reader::run_whole(failure& f) {
   if (!need(size_)) return input_short(f, unused);
   std::size_t start = 0;
   if (size_ >= 3 && std::memcmp(base_, "\xEF\xBB\xBF", 3) == 0) start = 3;  // UTF-8 BOM
+  // Trailing NUL bytes (a file preallocated or padded by a crash) are ignored, as the windowed
+  // path ignores them: simdjson sees the text without them.
+  const std::size_t end = std::max(start, content_end(start));
   od::document doc;
-  if (auto e = parser_.iterate(base_ + start, size_ - start, alloc_ - start).get(doc)) {
+  if (auto e = parser_.iterate(base_ + start, end - start, alloc_ - start).get(doc)) {
     fail(f, e, nullptr, nullptr);
     return false;
   }
@@ -419,6 +455,16 @@ bool reader::run_whole(failure& f) {
   return true;
 }
 
+std::size_t reader::content_end(std::size_t from) {
+  std::size_t j = size_;
+  trailing_nul_ = false;
+  while (j > from && (is_space(*at(j - 1)) || *at(j - 1) == '\0')) {
+    trailing_nul_ = trailing_nul_ || *at(j - 1) == '\0';
+    --j;
+  }
+  return j;
+}
+
 /// The ',' of the next `}` <ws> `,` <ws> `{` at or after `from` (a likely event boundary).
 std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
   while (from < limit) {
@@ -447,8 +493,7 @@ std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
 /// candidates that parse, the earliest within 1 MB wins: a later one may close an array among
 /// the keys after traceEvents ("deviceProperties": [...]).
 std::size_t reader::find_tail(std::size_t events_begin) {
-  std::size_t j = size_;
-  while (j > events_begin && (is_space(*at(j - 1)) || *at(j - 1) == '\0')) --j;
+  const std::size_t j = content_end(events_begin);
   if (j == events_begin || *at(j - 1) != '}') return npos;
   const snapshot s0 = take_snapshot();
   const top_meta meta0 = meta_;
@@ -618,15 +663,13 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
   std::size_t events_end = npos;
   bool truncated = false;
   if (legacy_) {
-    std::size_t j = size_;
-    while (j > pos + 1 && is_space(*at(j - 1))) --j;
+    const std::size_t j = content_end(pos + 1);
     if (*at(j - 1) == ']') events_end = j - 1;
     else truncated = true;
   } else {
     events_end = find_tail(pos);
     if (events_end == npos) {
-      std::size_t j = size_;
-      while (j > pos && is_space(*at(j - 1))) --j;
+      const std::size_t j = content_end(pos);
       if (*at(j - 1) == '}') {  // complete but unusual: let the whole parse decide
         undo();
         return false;
@@ -699,11 +742,26 @@ void reader::finish() {
   m_.base_time_ns = meta_.base_time_ns;
   m_.lightning = meta_.lightning;
   m_.legacy_array = legacy_;
+  if (trailing_nul_) {
+    in_events_ = false;
+    warn("NUL bytes after the JSON value ignored");
+  }
   if (has_rwe_ && has_iter_ && rwe_ts_ - iter_ts_ > 86400000.0) {
     m_.record_window_end_dropped = true;
     in_events_ = false;
     warn("Record Window End more than 86.4 s after Iteration Start (dropped, as the plugin does)");
   }
+}
+
+static std::string too_large(std::uint64_t limit) {
+  return "trace text larger than the limit of " + std::to_string(limit) + " bytes (--max_file_size)";
+}
+
+/// gunzip()'s output limit for `max_text_bytes`: one byte more, so that exceeding it shows.
+static std::size_t inflate_limit(std::uint64_t max_text_bytes) {
+  return max_text_bytes >= static_cast<std::uint64_t>(static_cast<std::size_t>(-1) - 1)
+             ? static_cast<std::size_t>(-1)
+             : static_cast<std::size_t>(max_text_bytes) + 1;
 }
 
 static std::size_t events_estimate(std::size_t text_size) { return text_size / 160 + 16; }
@@ -783,6 +841,23 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
     err.byte_offset = f.offset;
     err.event_index = f.event_index;
     err.reason = !f.reason.empty() ? f.reason : reason_for(f.code);
+    // Both parse paths fail differently on a text that ends early or goes on after its value;
+    // one scan of the text decides which it is, so the message and place do not depend on the path.
+    if (f.reason.empty() && (f.code == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || f.code == simdjson::UNCLOSED_STRING ||
+                             f.code == simdjson::TAPE_ERROR)) {
+      const json_extent x = scan_json_extent(text.data(), text.size());
+      std::size_t end = text.size();
+      while (end > 0 && (is_space(text.data()[end - 1]) || text.data()[end - 1] == '\0')) --end;
+      if (x.complete && x.trailing_at != npos) {
+        err.reason = "unexpected text after the JSON value";
+        err.byte_offset = x.trailing_at;
+        err.event_index = -1;
+      } else if (!x.complete && (f.code != simdjson::TAPE_ERROR || f.offset >= end)) {
+        err.reason = reason_for(x.in_string ? simdjson::UNCLOSED_STRING : simdjson::INCOMPLETE_ARRAY_OR_OBJECT);
+        err.byte_offset = text.size();
+        err.event_index = x.event_index;
+      }
+    }
     load_result out;
     out.error = std::move(err);
     return out;
@@ -797,17 +872,23 @@ static std::size_t stream_chunk(const load_options& o) { return o.window_bytes *
 /// damaged or unusual file): the caller then loads the whole text the usual way, which repairs
 /// what it can and reports errors with their exact position.
 static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src, std::size_t size_hint,
-                                                const load_options& options) {
+                                                const std::string& name, const load_options& options) {
   const std::size_t window = options.window_bytes;
+  std::atomic<bool> exceeded{false};
+  src = std::make_unique<limited_source>(std::move(src), options.max_text_bytes, &exceeded);
   // The gap holds the tail carried from one chunk to the next: a window plus the separator scan.
   text_stream stream(std::move(src), stream_chunk(options), window + (std::size_t{96} << 10));
   trace_model model;
   try {
-    if (size_hint > 0) model.events.reserve(events_estimate(size_hint));
+    if (size_hint > 0) model.events.reserve(events_estimate(std::min(size_hint, options.max_text_bytes)));
   } catch (const std::bad_alloc&) {
   }
   reader r(model, stream);
-  if (!r.run_streamed(window)) return std::nullopt;
+  if (!r.run_streamed(window)) {
+    stream.close();  // joins the producer
+    if (exceeded.load()) return error_result(name, too_large(options.max_text_bytes));
+    return std::nullopt;
+  }
   std::vector<std::string> warnings;
   if (!stream.warning().empty()) warnings.push_back(stream.warning());
   stream.close();
@@ -824,7 +905,9 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
   const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
   if (is_gzip(bytes, raw.size())) {
     const std::size_t isize = gzip_isize(bytes, raw.size());
-    if (isize >= async_min_bytes && isize >= raw.size()) {  // inflate on a thread while parsing
+    if (raw.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
+    // (An ISIZE over the limit goes the bounded way below, which counts what really comes out.)
+    if (isize >= async_min_bytes && isize >= raw.size() && isize <= options.max_text_bytes) {  // inflate on a thread while parsing
       text_buffer text;
       if (text.reserve(isize)) {
         text.set_size(isize);
@@ -843,7 +926,8 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
       }
     }
     text_buffer text;
-    const gzip_status st = gunzip(bytes, raw.size(), text);
+    const gzip_status st = gunzip(bytes, raw.size(), text, inflate_limit(options.max_text_bytes));
+    if (text.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
     if (!st.ok) return error_result(name, st.reason, st.offset);
     if (st.trailing_garbage) warnings.emplace_back("trailing bytes after the gzip stream ignored");
     raw.release();
@@ -851,6 +935,7 @@ static load_result load_text(text_buffer& raw, const std::string& name, const lo
     text.seal();
     return parse_text(text, name, options, std::move(warnings));
   }
+  if (raw.size() > options.max_text_bytes) return error_result(name, too_large(options.max_text_bytes));
   raw.seal();
   return parse_text(raw, name, options, std::move(warnings));
 }
@@ -868,6 +953,10 @@ static std::optional<load_result> load_plain_async(const std::string& path, cons
     return std::nullopt;
   }
   const auto size = static_cast<std::size_t>(sb.st_size);
+  if (size > options.max_text_bytes) {
+    ::close(fd);
+    return error_result(path, too_large(options.max_text_bytes));
+  }
   text_buffer text;
   if (!text.reserve(size)) {
     ::close(fd);
@@ -921,17 +1010,22 @@ static std::optional<load_result> load_file_streamed(const std::string& path, co
                                   : 0;
     text_size = isize >= size ? isize : size * 4;  // ISIZE is mod 2^32, and the last member's only
   }
+  if (!gz && size > options.max_text_bytes) {
+    ::close(fd);
+    return error_result(path, too_large(options.max_text_bytes));
+  }
   if (text_size <= stream_chunk(options)) {
     ::close(fd);
     return std::nullopt;
   }
   std::unique_ptr<byte_source> src = std::make_unique<fd_source>(fd);
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
-  return load_streamed(std::move(src), text_size, options);
+  return load_streamed(std::move(src), text_size, path, options);
 }
 
 /// load_trace_buffer's streamed path (see load_file_streamed).
-static std::optional<load_result> load_buffer_streamed(std::string_view bytes, const load_options& options) {
+static std::optional<load_result> load_buffer_streamed(std::string_view bytes, const std::string& name,
+                                                       const load_options& options) {
   if (options.window_bytes == 0) return std::nullopt;
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   const bool gz = is_gzip(b, bytes.size());
@@ -940,7 +1034,7 @@ static std::optional<load_result> load_buffer_streamed(std::string_view bytes, c
   if (text_size <= stream_chunk(options)) return std::nullopt;
   std::unique_ptr<byte_source> src = std::make_unique<memory_source>(bytes.data(), bytes.size());
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
-  return load_streamed(std::move(src), text_size, options);
+  return load_streamed(std::move(src), text_size, name, options);
 }
 
 }  // namespace detail
@@ -953,13 +1047,39 @@ using detail::load_text;
 using detail::read_file;
 using detail::text_buffer;
 
+std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
+  std::uint64_t n = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, n);
+  if (ec != std::errc() || ptr == text.data()) return std::nullopt;
+  std::string rest(ptr, end);
+  for (char& c : rest) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (rest.ends_with("ib")) rest.resize(rest.size() - 2);
+  else if (rest.size() == 2 && rest[1] == 'b') rest.resize(1);
+  else if (rest == "b") rest.clear();
+  int shift = 0;
+  if (rest == "k") shift = 10;
+  else if (rest == "m") shift = 20;
+  else if (rest == "g") shift = 30;
+  else if (rest == "t") shift = 40;
+  else if (!rest.empty()) return std::nullopt;
+  if (n > (std::uint64_t{1} << 63) >> shift) return std::nullopt;
+  return n << shift;
+}
+
 load_result load_trace(const std::string& path, const load_options& options) {
   try {
     if (auto r = detail::load_file_streamed(path, options)) return std::move(*r);
     if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
     text_buffer raw;
-    const std::string why = read_file(path, raw, static_cast<std::size_t>(-1));
-    if (!why.empty()) return error_result(path, why);
+    int error_number = 0;
+    const std::string why = read_file(path, raw, detail::inflate_limit(options.max_text_bytes), &error_number);
+    if (!why.empty()) {
+      load_result r = error_result(path, why);
+      r.error->sys_errno = error_number;
+      return r;
+    }
+    // (A plain text over the limit, e.g. from a pipe, is refused by load_text.)
     return load_text(raw, path, options);
   } catch (const std::exception& e) {
     return error_result(path, std::string("internal error: ") + e.what());
@@ -968,7 +1088,11 @@ load_result load_trace(const std::string& path, const load_options& options) {
 
 load_result load_trace_buffer(std::string_view bytes, const std::string& name, const load_options& options) {
   try {
-    if (auto r = detail::load_buffer_streamed(bytes, options)) return std::move(*r);
+    const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
+    if (!is_gzip(b, bytes.size()) && bytes.size() > options.max_text_bytes) {
+      return error_result(name, detail::too_large(options.max_text_bytes));
+    }
+    if (auto r = detail::load_buffer_streamed(bytes, name, options)) return std::move(*r);
     text_buffer raw;
     if (!raw.reserve(bytes.size())) return error_result(name, "out of memory");
     if (!bytes.empty()) std::memcpy(raw.data(), bytes.data(), bytes.size());

@@ -43,6 +43,9 @@ struct load_error {
                                    ///< stream for gzip errors; 0 when not meaningful
   std::int64_t event_index = -1;   ///< index in traceEvents of the event being read, -1 = none
   std::string reason;              ///< e.g. "truncated gzip stream", "JSON syntax error: ..."
+  /// The errno when opening or reading the file failed (EMFILE, EACCES, ...), else 0: callers
+  /// retry transient ones (EMFILE, ENFILE, EAGAIN, ENOMEM, EINTR).
+  int sys_errno = 0;
   /// "<file>: <reason> (at byte N, event #K)".
   std::string message() const;
 };
@@ -54,6 +57,9 @@ struct load_result {
   bool ok() const noexcept { return model.has_value(); }
 };
 
+/// The default limit on a trace's JSON text (load_options::max_text_bytes): 16 GiB.
+inline constexpr std::uint64_t default_max_text_bytes = std::uint64_t{16} << 30;
+
 /// Tuning knobs (tests use them to exercise both parse paths).
 struct load_options {
   /// Size of the traceEvents windows handed to simdjson; 0 parses the whole text as one document
@@ -61,7 +67,18 @@ struct load_options {
   /// windows cannot handle (unusual layout, a syntax error) is parsed as one document anyway,
   /// which also gives the exact error position.
   std::size_t window_bytes = std::size_t{4} << 20;
+  /// The largest JSON text accepted: a plain file's size, or a gzip file's size once inflated
+  /// (counted while inflating, so a small file that inflates 1000x is refused when the count
+  /// passes the limit, before that text is held). Refused files get the error "trace text larger
+  /// than the limit of N bytes (--max_file_size)". The whole-text parse path needs about the
+  /// text's size again in memory; the streamed one (big, well-formed files) a few MB.
+  std::uint64_t max_text_bytes = default_max_text_bytes;
 };
+
+/// Parses a size as the --max_file_size flags take it: a whole number of bytes with an optional
+/// binary suffix K, M, G or T (KiB, MiB, ...; case-insensitive, a trailing "B"/"iB" allowed), e.g.
+/// "16G", "512MiB", "1000000". nullopt when malformed or above 2^63.
+std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
 /// Reads and parses the file at `path`. Never throws.
 load_result load_trace(const std::string& path, const load_options& options = {});

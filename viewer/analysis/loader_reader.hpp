@@ -410,6 +410,10 @@ class reader {
     return ec == std::errc() && ptr == e && b != e;
   }
 
+  /// True when `t` µs fits the model's range, [-2^63, 2^63) (a signed 64-bit µs count); false
+  /// for NaN and infinities.
+  static bool time_in_model_range(double t) noexcept { return t >= -0x1p63 && t < 0x1p63; }
+
   static bool parse_double_text(std::string_view s, double& out) {
     while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
     while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
@@ -561,6 +565,7 @@ class reader {
   error_code read_event(od::value& v);
   error_code read_args(od::value& v);
   void finish_event();
+  void saturate_memory_sizes(memory_args& mem);
   void emit_deferred(event_type type);
   std::size_t category_slot(std::string_view text, bool is_cat);
 
@@ -598,6 +603,10 @@ class reader {
   }
   std::size_t find_tail(std::size_t events_begin);
   void fail(failure& f, error_code e, od::document* doc, const char* region_begin);
+  /// The end of the text without trailing whitespace and NUL bytes (resident up to size_);
+  /// notes in trailing_nul_ whether NULs were among them.
+  std::size_t content_end(std::size_t from);
+  bool trailing_nul_ = false;  ///< NUL bytes after the JSON value (ignored, one warning)
 };
 
 }  // namespace kinetoscope::analysis::detail

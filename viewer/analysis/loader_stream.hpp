@@ -6,6 +6,7 @@
 /// and says how much of the past it still needs, so at most a few chunks are resident. Not part
 /// of the analysis API.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -160,6 +161,35 @@ class gzip_source : public byte_source {
     if (garbage) warning = "trailing bytes after the gzip stream ignored";
     return true;
   }
+};
+
+/// Passes another source through until more than `limit` bytes have come out, then fails and
+/// sets `*exceeded` (read by the consumer once the producer thread has stopped).
+class limited_source : public byte_source {
+ public:
+  limited_source(std::unique_ptr<byte_source> in, std::uint64_t limit, std::atomic<bool>* exceeded)
+      : in_(std::move(in)), limit_(limit), exceeded_(exceeded) {}
+  std::ptrdiff_t fill(char* dst, std::size_t cap) override {
+    const std::ptrdiff_t got = in_->fill(dst, cap);
+    warning = in_->warning;
+    if (got < 0) {
+      error = in_->error;
+      return got;
+    }
+    total_ += static_cast<std::uint64_t>(got);
+    if (total_ > limit_) {
+      exceeded_->store(true);
+      error = "text larger than the limit";
+      return -1;
+    }
+    return got;
+  }
+
+ private:
+  std::unique_ptr<byte_source> in_;
+  std::uint64_t limit_;
+  std::atomic<bool>* exceeded_;
+  std::uint64_t total_ = 0;
 };
 
 /// The sliding text window. ensure(n, keep) makes the text bytes [keep, n) resident (absolute

@@ -183,7 +183,8 @@ struct fixed_output {
   }
 };
 
-/// Inflates every gzip member of `in` into `out` (stops early once `limit` bytes are out).
+/// Inflates every gzip member of `in` into `out` (stops early once `limit` bytes are out; the
+/// buffer never grows much beyond it).
 /// `Out` is text_buffer (grows) or fixed_output.
 template <class Out>
 gzip_status gunzip(const unsigned char* in, std::size_t n, Out& out, std::size_t limit = static_cast<std::size_t>(-1)) {
@@ -204,14 +205,15 @@ gzip_status gunzip(const unsigned char* in, std::size_t n, Out& out, std::size_t
       consumed += chunk;
     }
     if (out.room() < (std::size_t{1} << 16)) {
-      const std::size_t grow = std::max<std::size_t>(out.size() / 2, std::size_t{1} << 20);
+      std::size_t grow = std::max<std::size_t>(out.size() / 2, std::size_t{1} << 20);
+      if (limit - out.size() < grow) grow = std::max<std::size_t>(limit - out.size(), std::size_t{1} << 16);
       if (!out.reserve(out.size() + grow) && out.room() == 0) {
         inflateEnd(&zs);
         if constexpr (std::is_same_v<Out, fixed_output>) return {false, gzip_grew, consumed - zs.avail_in, false};
         return {false, "out of memory inflating gzip stream", 0, false};
       }
     }
-    const std::size_t room = std::min<std::size_t>(out.room(), std::size_t{1} << 30);
+    const std::size_t room = std::min({out.room(), limit - out.size(), std::size_t{1} << 30});
     zs.next_out = reinterpret_cast<unsigned char*>(out.data() + out.size());
     zs.avail_out = static_cast<uInt>(room);
     const int ret = inflate(&zs, Z_NO_FLUSH);
@@ -263,10 +265,98 @@ gzip_status gunzip(const unsigned char* in, std::size_t n, Out& out, std::size_t
   return st;
 }
 
+/// Where a JSON text that failed to parse really ends, for an accurate message whichever path
+/// failed: a string-aware bracket scan (no validation) from the first byte.
+struct json_extent {
+  bool complete = false;            ///< the top-level value closes
+  std::size_t trailing_at = static_cast<std::size_t>(-1);  ///< first non-space, non-NUL byte after it
+  bool in_string = false;           ///< (not complete) the text ends inside a string
+  /// (not complete) index in traceEvents (or the bare array) of the first event not read whole
+  /// (the one the text ends in, or the next one); -1 when it ends outside the events array.
+  std::int64_t event_index = -1;
+};
+
+inline json_extent scan_json_extent(const char* p, std::size_t n) {
+  json_extent out;
+  std::size_t i = 0;
+  if (n >= 3 && std::memcmp(p, "\xEF\xBB\xBF", 3) == 0) i = 3;
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\0'; };
+  while (i < n && space(p[i])) ++i;
+  if (i >= n || (p[i] != '{' && p[i] != '[')) {  // a scalar: let the parser's message stand
+    out.complete = true;
+    return out;
+  }
+  int depth = 0;
+  int events_depth = p[i] == '[' ? 1 : -1;  // depth of the events array's elements' container
+  std::int64_t started = 0;                 // elements begun in the events array
+  bool element_open = false;                // inside an element (or just after one, before ',')
+  std::size_t last_string_begin = 0, last_string_end = 0;
+  for (; i < n; ++i) {
+    const char c = p[i];
+    if (c == '"') {
+      if (depth == events_depth && !element_open) {
+        ++started;
+        element_open = true;
+      }
+      last_string_begin = i + 1;
+      ++i;
+      while (i < n && p[i] != '"') i += p[i] == '\\' ? 2 : 1;
+      if (i >= n) {
+        out.in_string = true;
+        break;
+      }
+      last_string_end = i;
+      continue;
+    }
+    if (c == '{' || c == '[') {
+      if (depth == events_depth && !element_open) {
+        ++started;
+        element_open = true;
+      }
+      // "traceEvents": [ at the top level of an object
+      if (c == '[' && depth == 1 && events_depth == -1) {
+        std::size_t k = i;
+        while (k > 0 && space(p[k - 1])) --k;
+        if (k > 0 && p[k - 1] == ':' && last_string_end > 0 &&
+            std::string_view(p + last_string_begin, last_string_end - last_string_begin) == "traceEvents")
+          events_depth = 2;
+      }
+      ++depth;
+      continue;
+    }
+    if (c == '}' || c == ']') {
+      --depth;
+      if (depth == events_depth - 1 && events_depth > 0) events_depth = -2;  // the events array closed
+      if (depth == 0) {
+        out.complete = true;
+        ++i;
+        while (i < n && space(p[i])) ++i;
+        if (i < n) out.trailing_at = i;
+        return out;
+      }
+      continue;
+    }
+    if (c == ',' && depth == events_depth) {
+      element_open = false;
+      continue;
+    }
+    if (!space(c) && depth == events_depth && !element_open) {  // a scalar element
+      ++started;
+      element_open = true;
+    }
+  }
+  // The first event not read whole: the one the text ends in, or the next one.
+  if (events_depth > 0 && depth >= events_depth) out.event_index = depth > events_depth ? started - 1 : started;
+  return out;
+}
+
 /// Reads a whole file into `out`; "" on success, else the reason.
-inline std::string read_file(const std::string& path, text_buffer& out, std::size_t limit) {
+inline std::string read_file(const std::string& path, text_buffer& out, std::size_t limit, int* error_number = nullptr) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::string("cannot open file: ") + std::strerror(errno);
+  if (fd < 0) {
+    if (error_number != nullptr) *error_number = errno;
+    return std::string("cannot open file: ") + std::strerror(errno);
+  }
   struct stat sb {};
   std::size_t expect = 1 << 20;
   if (::fstat(fd, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -289,6 +379,7 @@ inline std::string read_file(const std::string& path, text_buffer& out, std::siz
     const ssize_t got = ::read(fd, out.data() + out.size(), want);
     if (got < 0) {
       if (errno == EINTR) continue;
+      if (error_number != nullptr) *error_number = errno;
       const std::string why = std::string("read error: ") + std::strerror(errno);
       ::close(fd);
       return why;

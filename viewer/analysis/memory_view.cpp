@@ -35,6 +35,22 @@ struct record {
 constexpr std::size_t metric_count = 3;  // size increase, allocation size, allocation count
 using metrics = std::array<std::int64_t, metric_count>;
 
+/// Sizes are kept within ±2^53 bytes (8 PiB, beyond any device; the loader saturates larger
+/// values with a warning, this covers hand-built models), and sums saturate at the int64 limits,
+/// so no input can overflow them.
+constexpr std::int64_t max_bytes = std::int64_t{1} << 53;
+
+std::int64_t clamp_bytes(std::int64_t b) noexcept { return std::clamp(b, -max_bytes, max_bytes); }
+
+/// "Total Allocated"/"Total Reserved" as whole bytes (not NaN: callers skip NaN records).
+std::int64_t bytes_of(double v) noexcept {
+  return std::llround(std::clamp(v, -static_cast<double>(max_bytes), static_cast<double>(max_bytes)));
+}
+
+void sat_add(std::int64_t& a, std::int64_t b) noexcept {
+  if (__builtin_add_overflow(a, b, &a)) a = b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
 /// Python's `op_name_or_unknown` plus the `aten::empty` context rule of §9.4.
 std::string operator_text(const record& r) {
   std::string name = r.op_name.empty() ? std::string("<unknown>") : std::string(r.op_name);
@@ -65,7 +81,7 @@ std::vector<record> collect_records(const trace_model& model, std::vector<std::s
     r.device = it->second;
     r.has_addr = m.has_addr;
     r.addr = m.addr;
-    r.bytes = m.bytes;
+    r.bytes = clamp_bytes(m.bytes);
     r.total_allocated = m.total_allocated;
     r.total_reserved = m.total_reserved;
     out.push_back(r);
@@ -201,9 +217,9 @@ struct stats_walk {
         if (r.ts < lo || r.ts > hi) continue;
         if (self.empty()) self.assign(device_count, metrics{});
         metrics& m = self[r.device];
-        m[0] += r.bytes;
+        sat_add(m[0], r.bytes);
         if (r.bytes > 0) {
-          m[1] += r.bytes;
+          sat_add(m[1], r.bytes);
           m[2] += 1;
         }
       }
@@ -214,7 +230,7 @@ struct stats_walk {
       if (child.empty()) continue;
       if (total.empty()) total.assign(device_count, metrics{});
       for (std::size_t d = 0; d < device_count; ++d) {
-        for (std::size_t j = 0; j < metric_count; ++j) total[d][j] += child[d][j];
+        for (std::size_t j = 0; j < metric_count; ++j) sat_add(total[d][j], child[d][j]);
       }
     }
     if (is_op && !total.empty()) {
@@ -224,8 +240,8 @@ struct stats_walk {
         if (s == metrics{} && t == metrics{}) continue;
         std::array<std::int64_t, 6>& row = by_name[d][std::string(node.name)];
         for (std::size_t j = 0; j < metric_count; ++j) {
-          row[j] += s[j];
-          row[j + metric_count] += t[j];
+          sat_add(row[j], s[j]);
+          sat_add(row[j + metric_count], t[j]);
         }
       }
     }
@@ -290,8 +306,8 @@ void build_curves(const std::vector<record>& records, double first_ts, DeviceOf&
     if (!dev.curve.empty()) dev.curve.push_back({t, dev.curve.back()[1], dev.curve.back()[2]});
     dev.curve.push_back({t, r.total_allocated, r.total_reserved});
     // The plugin's peaks start at 0 and keep the max of "Total Allocated".
-    const auto allocated = static_cast<std::int64_t>(std::llround(r.total_allocated));
-    const auto reserved = static_cast<std::int64_t>(std::llround(r.total_reserved));
+    const std::int64_t allocated = bytes_of(r.total_allocated);
+    const std::int64_t reserved = bytes_of(r.total_reserved);
     if (!dev.peak_time_us) {
       dev.peak_time_us = t;
       dev.peak_allocated_bytes = std::max<std::int64_t>(0, allocated);
@@ -545,6 +561,16 @@ memory_index build_memory_index(const trace_model& model, const op_trees& trees)
   memory_index index;
   index.d_ = std::make_unique<memory_index::data>();
   memory_index::data& x = *index.d_;
+  // Without [memory] records there is nothing to index: the walk would still cost about 33 bytes
+  // per tree node (33 MB on 1 M events) for a view that is never shown. compute_memory_range()
+  // answers such an index through compute_memory(), which is cheap then.
+  if (std::none_of(model.events.begin(), model.events.end(), [&](const event& e) {
+        return e.type == event_type::memory && e.extra != no_index && e.extra < model.memory.size();
+      })) {
+    x.first_ts = profiler_start_ts(model);
+    x.fallback = true;
+    return index;
+  }
   prepared prep = prepare(model, trees);
   const std::vector<record>& records = prep.records;
   x.counts = prep.counts;
@@ -705,14 +731,14 @@ void range_stats(const memory_index::data& x, double lo, double hi, std::vector<
         if (s == metrics{} && t == metrics{}) continue;
         std::array<std::int64_t, 6>& row = rows[d * nc + f.name];
         for (std::size_t j = 0; j < metric_count; ++j) {
-          row[j] += s[j];
-          row[j + metric_count] += t[j];
+          sat_add(row[j], s[j]);
+          sat_add(row[j + metric_count], t[j]);
         }
       }
     }
     if (base >= dc) {
       for (std::size_t d = 0; d < dc; ++d)
-        for (std::size_t j = 0; j < metric_count; ++j) total[base - dc + d][j] += total[base + d][j];
+        for (std::size_t j = 0; j < metric_count; ++j) sat_add(total[base - dc + d][j], total[base + d][j]);
     }
     stack.pop_back();
     self.resize(base);
@@ -741,9 +767,9 @@ void range_stats(const memory_index::data& x, double lo, double hi, std::vector<
       if (t < lo || t > hi) continue;
       metrics& m = self[base + x.node_rec_device[k]];
       const std::int64_t b = x.node_rec_bytes[k];
-      m[0] += b;
+      sat_add(m[0], b);
       if (b > 0) {
-        m[1] += b;
+        sat_add(m[1], b);
         m[2] += 1;
       }
     }

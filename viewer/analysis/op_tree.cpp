@@ -555,6 +555,12 @@ std::uint32_t builder::build_thread(const thread_lists& list, bool with_runtimes
         }
         break;
       }
+      // The root is never popped: a node it does not contain (a time outside its range, which
+      // the loader already refuses, or NaN from a hand-built model) is dropped instead.
+      if (stack.size() == 1) {
+        ++t_.stats.nodes_dropped_intersecting;
+        break;
+      }
       stack.pop_back();
     }
   }

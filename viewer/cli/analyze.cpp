@@ -47,6 +47,7 @@ struct analyze_args {
   bool json = false;
   bool csv = false;
   bool improved = false;  // the "better than the plugin" modes (all collectives, id fallback)
+  std::uint64_t max_text_bytes = an::default_max_text_bytes;  // --max_file_size
 };
 
 struct usage_error {
@@ -90,6 +91,12 @@ analyze_args parse(const std::vector<std::string>& args) {
       a.diff_path = value();
     } else if (w == "--improved") {
       a.improved = true;
+    } else if (w == "--max_file_size") {
+      const std::string v = value();
+      const auto size = an::parse_byte_size(v);
+      if (!size || *size == 0)
+        throw usage_error{"--max_file_size wants a size in bytes, optionally with K, M, G or T (got '" + v + "')"};
+      a.max_text_bytes = *size;
     } else if (!w.empty() && w[0] == '-') {
       throw usage_error{"unknown option " + w};
     } else if (a.path.empty()) {
@@ -336,15 +343,15 @@ ojson diff_json(const an::diff_node& root) {
   return rows;
 }
 
-an::trace_model load_or_throw(const std::string& path) {
-  an::load_result r = an::load_trace(path);
+an::trace_model load_or_throw(const std::string& path, const an::load_options& load) {
+  an::load_result r = an::load_trace(path, load);
   if (!r.ok()) throw std::runtime_error(r.error ? r.error->message() : path + ": cannot load");
   return std::move(*r.model);
 }
 
 /// The distributed view of the chosen span: every worker of the run that has it.
 an::distributed_result distributed_of(const chosen& c, const an::op_tree_options& tree_options,
-                                      const an::overview_options& overview_options) {
+                                      const an::overview_options& overview_options, const an::load_options& load) {
   std::vector<an::trace_file> files;
   for (const auto& f : c.run_files)
     if (f.span == c.span) files.push_back(f);
@@ -356,7 +363,7 @@ an::distributed_result distributed_of(const chosen& c, const an::op_tree_options
   }
   std::vector<an::trace_model> models;
   models.reserve(files.size());
-  for (const auto& f : files) models.push_back(load_or_throw(f.path));
+  for (const auto& f : files) models.push_back(load_or_throw(f.path, load));
   std::vector<an::op_trees> trees;
   trees.reserve(files.size());
   for (const auto& m : models) trees.push_back(an::build_op_tree(m, tree_options));
@@ -456,7 +463,7 @@ void write_table(const std::string& title, const ojson& rows, const std::vector<
 
 std::string analyze_usage() {
   return "usage: kinetoscope analyze PATH [--worker W] [--span S] [--view V] [--json | --csv] [--diff PATH2]\n"
-         "                          [--improved]\n"
+         "                          [--improved] [--max_file_size SIZE]\n"
          "  PATH      a .pt.trace.json[.gz] file, or a run folder (one worker/span is chosen)\n"
          "  --worker  worker name (file name before the timestamp); default: the first\n"
          "  --span    span number (\"1\", \"2\", ... in time order, or \"default\"); default: the first\n"
@@ -469,6 +476,9 @@ std::string analyze_usage() {
          "  --diff    compare PATH (baseline) with PATH2 (experimental), as the plugin's Diff view\n"
          "  --json    one JSON object with every view (keys as torch-tb-profiler's numbers)\n"
          "  --csv     the chosen view's table as CSV (default view: operators)\n"
+         "  --max_file_size SIZE\n"
+         "            refuse traces whose JSON text (after gunzip) is larger (default 16G;\n"
+         "            K, M, G, T suffixes are powers of 1024)\n"
          "  --improved  fix the plugin's blind spots: every nccl:*/gloo:* is communication, GPU\n"
          "            annotations are not host time, kernels are attributed by time when ids\n"
          "            do not match, kernels launched through the driver API (cuda_driver) belong\n"
@@ -487,7 +497,8 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
   try {
     const chosen c = choose(a);
     const auto t0 = std::chrono::steady_clock::now();
-    an::load_result loaded = an::load_trace(c.path);
+    const an::load_options load{.max_text_bytes = a.max_text_bytes};
+    an::load_result loaded = an::load_trace(c.path, load);
     if (!loaded.ok()) {
       err << "kinetoscope analyze: " << (loaded.error ? loaded.error->message() : c.path + ": cannot load") << '\n';
       return 1;
@@ -548,9 +559,9 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
       for (const auto& m : report.modules.rows) doc["modules"].push_back(module_json(m));
     }
     if (!c.run_files.empty() && (want_all || a.view == "distributed"))
-      doc["distributed"] = distributed_json(distributed_of(c, tree_options, overview_options));
+      doc["distributed"] = distributed_json(distributed_of(c, tree_options, overview_options, load));
     if (!a.diff_path.empty() && (want_all || a.view == "diff")) {
-      const an::trace_model other = load_or_throw(a.diff_path);
+      const an::trace_model other = load_or_throw(a.diff_path, load);
       const an::op_trees other_trees = an::build_op_tree(other, tree_options);
       doc["diff"] = {{"baseline", c.path}, {"experimental", a.diff_path},
                      {"rows", diff_json(an::compute_diff(trees, other_trees))}};

@@ -215,7 +215,15 @@ class router {
 
   api_response status() {
     ojson j;
-    j["logdir"] = s_.options().logdir;
+    // The logdir's own name, not its path: the page needs no more, and a path tells a remote
+    // reader about the server's file system.
+    {
+      std::string name = std::filesystem::path(s_.options().logdir).lexically_normal().string();
+      while (name.size() > 1 && name.back() == '/') name.pop_back();
+      const std::string base = std::filesystem::path(name).filename().string();
+      j["logdir"] = base.empty() ? name : base;
+    }
+    j["notes"] = s_.notes();
     j["loading"] = s_.progress().loading;
     j["progress"] = progress_json();
     ojson files = ojson::array();
@@ -309,37 +317,11 @@ class router {
     return json_ok(dump(ojson(std::vector<std::string>(spans.begin(), spans.end()))));
   }
 
+  /// Read by the store's scanner thread (store::scalars_body); never from disk here.
   api_response scalars() {
     const std::string& run = known_run();
-    const auto dir = s_.run_directory(run);
-    ojson tags = ojson::object();
-    ojson errors = ojson::array();
-    std::size_t count = 0;
-    std::uint64_t skipped = 0, corrupt = 0;
-    std::map<std::string, ojson> series;
-    for (const auto& file : find_event_files(*dir)) {
-      if (fs::path(file).parent_path() != fs::path(*dir)) continue;  // a nested run's files
-      ++count;
-      try {
-        const event_file_contents c = read_event_file(file);
-        for (const auto& [tag, points] : c.scalars) {
-          ojson& list = series[tag];
-          if (list.is_null()) list = ojson::array();
-          for (const auto& pt : points) list.push_back({pt.step, static_cast<double>(pt.value), pt.wall_time});
-        }
-        for (const auto& e : c.errors) errors.push_back(fs::path(file).filename().string() + ": " + e);
-        skipped += c.skipped_other_summaries;
-        corrupt += c.corrupt_records;
-      } catch (const std::exception& e) {
-        errors.push_back(fs::path(file).filename().string() + ": " + e.what());
-      }
-    }
-    for (auto& [tag, list] : series) tags[tag] = std::move(list);
-    return json_ok(dump({{"tags", std::move(tags)},
-                         {"files", count},
-                         {"errors", std::move(errors)},
-                         {"skipped_other_summaries", skipped},
-                         {"corrupt_records", corrupt}}));
+    if (auto body = s_.scalars_body(run)) return json_ok(*body);
+    return json_ok(R"({"tags":{},"files":0,"errors":[],"skipped_other_summaries":0,"corrupt_records":0,"loading":true})");
   }
 
   std::shared_ptr<const profile> find_profile(const char* run_key, const char* worker_key, const char* span_key) {

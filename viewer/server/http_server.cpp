@@ -217,10 +217,17 @@ class router {
   std::string prefix_;
 };
 
-/// One connection: read a request, answer it, repeat while keep-alive holds.
+/// One connection: read a request's header, check it, read its body, answer, repeat while
+/// keep-alive holds. `active` counts the live sessions (the connection cap).
 class session : public std::enable_shared_from_this<session> {
  public:
-  session(tcp::socket&& socket, const router& r) : stream_(std::move(socket)), router_(r) {}
+  session(tcp::socket&& socket, const router& r, const host_policy& hosts, std::atomic<std::size_t>& active)
+      : stream_(std::move(socket)), router_(r), hosts_(hosts), active_(active) {
+    ++active_;
+  }
+  ~session() { --active_; }
+  session(const session&) = delete;
+  session& operator=(const session&) = delete;
 
   void start() {
     net::dispatch(stream_.get_executor(),
@@ -233,6 +240,28 @@ class session : public std::enable_shared_from_this<session> {
     parser_->header_limit(header_limit);
     parser_->body_limit(body_limit);
     stream_.expires_after(io_timeout);
+    http::async_read_header(stream_, buffer_, *parser_,
+                            beast::bind_front_handler(&session::on_header, shared_from_this()));
+  }
+
+  /// The header is in: refuse what must not reach the router before reading any body.
+  void on_header(beast::error_code ec, std::size_t n) {
+    if (ec) return on_read(ec, n);
+    const auto& req = parser_->get();
+    // RFC 9112 §6.3: a request whose Transfer-Encoding does not end in "chunked" has no
+    // determinable length; answering it and reading on would take its body for the next
+    // request (smuggling behind a proxy that reads it differently). 400, and close.
+    if (req.find(http::field::transfer_encoding) != req.end() && !parser_->chunked())
+      return send(make_parse_error(400, "Transfer-Encoding must end with chunked"));
+    std::optional<std::string_view> host;
+    if (const auto it = req.find(http::field::host); it != req.end()) host = std::string_view(it->value().data(), it->value().size());
+    if (req.count(http::field::host) > 1) return send(make_parse_error(400, "more than one Host header"));
+    if (!host && req.version() >= 11) return send(make_parse_error(400, "HTTP/1.1 request without a Host header"));
+    if (!host_allowed(host, hosts_)) {
+      const std::string shown = host_of(*host).value_or("?");
+      return send(make_parse_error(403, "Host '" + shown + "' is not allowed; start kinetoscope with --allowed_hosts " +
+                                            shown + " to serve it under that name"));
+    }
     http::async_read(stream_, buffer_, *parser_,
                      beast::bind_front_handler(&session::on_read, shared_from_this()));
   }
@@ -284,6 +313,8 @@ class session : public std::enable_shared_from_this<session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   const router& router_;
+  const host_policy& hosts_;
+  std::atomic<std::size_t>& active_;
 };
 
 }  // namespace
@@ -341,8 +372,12 @@ struct http_server::impl {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
       if (!ec) {
         beast::error_code ignored;
+        if (options.max_connections > 0 && active.load() >= options.max_connections) {
+          socket.close(ignored);  // over the cap: its descriptor is given back at once
+          return accept();
+        }
         socket.set_option(tcp::no_delay(true), ignored);
-        std::make_shared<session>(std::move(socket), routes)->start();
+        std::make_shared<session>(std::move(socket), routes, options.hosts, active)->start();
         return accept();
       }
       // Out of descriptors and the like: wait a little instead of spinning.
@@ -357,6 +392,7 @@ struct http_server::impl {
   tcp::acceptor acceptor;
   net::steady_timer retry;
   net::signal_set signals;
+  std::atomic<std::size_t> active{0};  ///< live sessions
 };
 
 http_server::http_server(http_options options, const api& handler)

@@ -11,6 +11,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "server/url.hpp"
+
 namespace kinetoscope::server {
 
 class api;
@@ -23,6 +25,11 @@ struct http_options {
   std::string prefix;              ///< normalised path prefix ("" or "/x", see normalize_prefix)
   unsigned threads = 4;            ///< I/O threads running the io_context
   bool handle_signals = true;      ///< SIGINT/SIGTERM (from construction on) make run() return
+  /// Host header values answered (DNS-rebinding defence, see url.hpp); others get 403.
+  host_policy hosts;
+  /// Connections served at once; more are accepted and closed at once, so the descriptors the
+  /// store needs to read trace files never run out. 0: no cap.
+  std::size_t max_connections = 0;
 };
 
 /// Thrown by the http_server constructor when it cannot listen.

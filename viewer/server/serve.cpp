@@ -2,10 +2,12 @@
 // `kinetoscope --logdir DIR` (serve.hpp): flags, the start line, the progress reporter.
 #include "server/serve.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <charconv>
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <thread>
 
+#include "analysis/loader.hpp"
 #include "server/api.hpp"
 #include "server/http_server.hpp"
 #include "server/store.hpp"
@@ -141,20 +144,61 @@ std::string display_host(const serve_options& o) {
   return host;
 }
 
+/// Raises the soft limit on open descriptors to the hard limit (connections and trace files
+/// share it); returns the limit in force.
+std::size_t raise_fd_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return 1024;
+  if (rl.rlim_cur != RLIM_INFINITY && (rl.rlim_max == RLIM_INFINITY || rl.rlim_cur < rl.rlim_max)) {
+    rlimit raised = rl;
+    // (Linux refuses RLIM_INFINITY above fs.nr_open; 1 << 20 is its default.)
+    raised.rlim_cur = rl.rlim_max == RLIM_INFINITY ? rlim_t{1} << 20 : rl.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) rl = raised;
+  }
+  return rl.rlim_cur == RLIM_INFINITY ? std::size_t{1} << 20 : static_cast<std::size_t>(rl.rlim_cur);
+}
+
+/// Connections served at once: the descriptor limit less a reserve for the store (trace files,
+/// directory listings), the listening socket, the event loop and the standard streams.
+std::size_t connection_cap(std::size_t fd_limit) {
+  constexpr std::size_t reserve = 64;
+  return fd_limit > 2 * reserve ? fd_limit - reserve : std::max<std::size_t>(fd_limit / 2, 1);
+}
+
+/// The Host names the server answers (see host_policy).
+host_policy host_policy_of(const serve_options& o) {
+  host_policy p;
+  p.allow_all = o.bind_all && o.allowed_hosts.empty();
+  p.names = o.allowed_hosts;
+  if (auto h = host_of(o.host)) p.names.push_back(*h);
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) == 0 && name[0] != '\0')
+    if (auto h = host_of(name)) p.names.push_back(*h);
+  return p;
+}
+
 }  // namespace
 
 std::string serve_usage() {
   return "usage: kinetoscope --logdir DIR [--port N] [--host ADDR | --bind_all]\n"
          "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
-         "                   [--follow_symlinks]\n"
+         "                   [--follow_symlinks] [--max_file_size SIZE] [--allowed_hosts NAMES]\n"
          "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
          "  --port N                  TCP port (default 6006; 0: any free port)\n"
          "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
-         "  --bind_all                listen on every interface (IPv6 and IPv4)\n"
+         "  --bind_all                listen on every interface (IPv6 and IPv4); without\n"
+         "                            --allowed_hosts, requests under any Host name are answered\n"
+         "  --allowed_hosts NAMES     comma-separated Host names to answer besides IP addresses,\n"
+         "                            localhost and this machine's name (\".example.com\": it and\n"
+         "                            every name below it; \"*\": any); others get 403 (a\n"
+         "                            defence against DNS rebinding)\n"
          "  --path_prefix /PATH       serve under http://host:port/PATH/ (behind a proxy)\n"
          "  --reload_interval SECONDS rescan the logdir this often (default 5; 0: scan once)\n"
          "  --threads N               HTTP I/O threads (default 4)\n"
-         "  --follow_symlinks         also read symlinks that lead outside the logdir\n"
+         "  --follow_symlinks         also follow symlinks (to files or directories) that lead\n"
+         "                            outside the logdir\n"
+         "  --max_file_size SIZE      refuse trace files whose JSON text (after gunzip) is\n"
+         "                            larger (default 16G; K, M, G, T: powers of 1024)\n"
          "  --help, --version\n"
          "flags take their value as '--flag value' or '--flag=value'\n";
 }
@@ -196,7 +240,7 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
       continue;
     }
     if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
-        name != "reload_interval" && name != "threads") {
+        name != "reload_interval" && name != "threads" && name != "max_file_size" && name != "allowed_hosts") {
       result.error = "unknown flag '--" + std::string(name) + "'";
       return result;
     }
@@ -230,6 +274,14 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
     } else if (name == "reload_interval") {
       if (!parse_double(value, o.reload_interval_s) || o.reload_interval_s < 0)
         return bad("expected seconds >= 0");
+    } else if (name == "allowed_hosts") {
+      auto names = parse_allowed_hosts(value);
+      if (!names) return bad("expected comma-separated host names, e.g. viewer.example.com,.corp.example");
+      o.allowed_hosts.insert(o.allowed_hosts.end(), names->begin(), names->end());
+    } else if (name == "max_file_size") {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size || *size == 0) return bad("expected a size in bytes, optionally with K, M, G or T (e.g. 16G)");
+      o.max_file_size = *size;
     } else if (name == "threads") {
       if (!parse_integer(value, o.threads) || o.threads < 1 || o.threads > 256)
         return bad("expected 1-256");
@@ -270,11 +322,20 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   const serve_options& o = *parsed.options;
 
-  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks});
+  const std::size_t fd_limit = raise_fd_limit();
+  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks, o.max_file_size});
   const api handler(logs);
   std::optional<http_server> server;
   try {
-    server.emplace(http_options{o.host, o.port, o.bind_all, o.prefix, o.threads, true}, handler);
+    http_options h;
+    h.host = o.host;
+    h.port = o.port;
+    h.bind_all = o.bind_all;
+    h.prefix = o.prefix;
+    h.threads = o.threads;
+    h.hosts = host_policy_of(o);
+    h.max_connections = connection_cap(fd_limit);
+    server.emplace(std::move(h), handler);
   } catch (const listen_error& e) {
     if (e.address_in_use())
       err << "kinetoscope: port " << o.port
@@ -285,6 +346,9 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   out << "kinetoscope " << version << " at http://" << display_host(o) << ':' << server->port()
       << o.prefix << "/ (Press CTRL+C to quit)" << std::endl;
+  if (o.bind_all && o.allowed_hosts.empty())
+    err << "kinetoscope: --bind_all without --allowed_hosts: requests under any Host name are answered "
+           "(no DNS-rebinding check); name the hosts to serve with --allowed_hosts\n";
 
   logs.start();
   {

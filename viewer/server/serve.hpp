@@ -27,6 +27,10 @@ struct serve_options {
   double reload_interval_s = 5;    ///< seconds between logdir rescans; 0: scan once
   unsigned threads = 4;            ///< I/O threads
   bool follow_symlinks = false;    ///< follow symlinks that lead outside the logdir
+  /// --max_file_size: the largest JSON text of a trace (after gunzip) the loader accepts.
+  std::uint64_t max_file_size = std::uint64_t{16} << 30;
+  /// --allowed_hosts: Host names answered besides IP literals, localhost and the machine's name.
+  std::vector<std::string> allowed_hosts;
 };
 
 /// What the command line asks for.

@@ -9,6 +9,8 @@
 #include "server/store.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <tuple>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -24,6 +26,8 @@
 #include "analysis/discovery.hpp"
 #include "analysis/kernel_view.hpp"
 #include "analysis/loader.hpp"
+#include "kinetoscope/writer/tfevents.hpp"
+#include "nlohmann/json.hpp"
 #include "server/timeline.hpp"
 
 namespace kinetoscope::server {
@@ -37,22 +41,26 @@ using clock_type = std::chrono::steady_clock;
 constexpr std::size_t body_cache_budget = std::size_t{64} << 20;
 /// Diff trees kept.
 constexpr std::size_t diff_cache_entries = 8;
+/// A load that failed for a transient reason is tried again after this pause, this many times;
+/// then the next scan tries it again.
+constexpr auto retry_delay = std::chrono::milliseconds(500);
+constexpr int max_quick_retries = 10;
+/// Event-file bytes read per scan, over all runs (the rest is read at the next scans).
+constexpr std::uint64_t scalars_bytes_per_scan = std::uint64_t{256} << 20;
+/// Points kept per scalar tag and file; beyond, every other point is dropped (evenly thinned).
+constexpr std::size_t scalars_points_per_tag = 20000;
+
+/// Whether a file name is a TensorBoard event file (as find_event_files decides).
+bool is_event_file_name(const std::string& name) {
+  const std::string empty = ".profile-empty";
+  return name.find("tfevents") != std::string::npos &&
+         !(name.size() >= empty.size() && name.compare(name.size() - empty.size(), empty.size(), empty) == 0);
+}
 
 /// A process-wide counter: every load and every distributed view gets a distinct generation.
 std::uint64_t next_generation() {
   static std::atomic<std::uint64_t> counter{0};
   return ++counter;
-}
-
-/// Whether `p` equals `root` or lies below it (both canonical).
-bool is_within(const fs::path& p, const fs::path& root) {
-  auto r = root.begin();
-  auto q = p.begin();
-  for (; r != root.end(); ++r, ++q) {
-    if (r->empty()) continue;  // trailing separator
-    if (q == p.end() || *q != *r) return false;
-  }
-  return true;
 }
 
 std::uint64_t warning_count(const an::trace_model& m) {
@@ -90,11 +98,15 @@ struct file_entry {
   std::optional<double> load_seconds;
   std::shared_ptr<const profile> loaded;   ///< last successful load (kept while reloading)
   std::uint64_t token = 0;                 ///< bumped when the file changes: stale loads are dropped
+  bool transient = false;                  ///< failed for a passing reason (EMFILE...): retried
+  int retries = 0;                         ///< transient failures in a row
 };
+
+/// Errors that say "not now" rather than "never": out of descriptors or memory, interrupted.
+bool transient_errno(int e) { return e == EMFILE || e == ENFILE || e == EAGAIN || e == ENOMEM || e == EINTR; }
 
 struct store::impl {
   store_options options;
-  fs::path canonical_logdir;
 
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;  ///< queue / state changes, stop
@@ -106,8 +118,25 @@ struct store::impl {
   bool stop_ = false;
   bool started_ = false;
   std::uint64_t token_counter_ = 0;
+  std::vector<std::string> notes_;  ///< the last scan's discovery notes
+  /// Transient load failures waiting to be queued again: (when, path, token).
+  std::vector<std::tuple<clock_type::time_point, std::string, std::uint64_t>> retry_;
 
   std::mutex scan_mutex_;  ///< one scan at a time
+
+  // TensorBoard scalars per run: read by scan() (scan_mutex_ held), bodies swapped under scalars_mutex_.
+  struct scalar_file {
+    kinetoscope::event_file_cursor cursor;
+    kinetoscope::event_file_contents contents;
+    std::string error;  ///< the file could not be read (kept until it can)
+  };
+  struct run_scalars {
+    std::string dir;
+    std::map<std::string, scalar_file> files;  ///< by file name
+  };
+  std::map<std::string, run_scalars> scalar_runs_;  ///< scan thread only
+  mutable std::mutex scalars_mutex_;
+  std::map<std::string, std::shared_ptr<const std::string>> scalar_bodies_;
   std::thread scanner_, loader_;
 
   // Caches (own locks).
@@ -130,12 +159,9 @@ struct store::impl {
   mutable std::unordered_map<std::string, std::list<std::pair<std::string, std::string>>::iterator> body_index_;
   mutable std::size_t body_bytes_ = 0;
 
-  explicit impl(store_options o) : options(std::move(o)) {
-    std::error_code ec;
-    canonical_logdir = fs::weakly_canonical(fs::absolute(options.logdir, ec), ec);
-  }
+  explicit impl(store_options o) : options(std::move(o)) {}
 
-  bool idle_locked() const { return first_scan_done_ && queue_.empty() && loading_ == 0; }
+  bool idle_locked() const { return first_scan_done_ && queue_.empty() && retry_.empty() && loading_ == 0; }
 
   std::string relative(const std::string& path) const {
     std::error_code ec;
@@ -144,31 +170,21 @@ struct store::impl {
     return s.empty() || s.starts_with("..") ? path : s;
   }
 
-  /// Why `path` is not read, or "" when it may be.
-  std::string skip_reason(const std::string& path) const {
-    if (options.follow_outside_symlinks) return {};
-    std::error_code ec;
-    const fs::path target = fs::canonical(path, ec);
-    if (ec) return "cannot resolve the path: " + ec.message();
-    if (!is_within(target, canonical_logdir))
-      return "the file resolves to " + target.string() +
-             ", outside the logdir (symlink not followed; see --follow_outside_symlinks)";
-    return {};
-  }
-
   void scan() {
     std::lock_guard scan_lock(scan_mutex_);
-    std::vector<an::trace_file> found = an::discover(options.logdir);  // no store lock held
-    std::vector<std::pair<std::string, std::string>> reasons;          // computed outside the lock
-    reasons.reserve(found.size());
-    for (const auto& f : found) reasons.emplace_back(f.path, skip_reason(f.path));
+    an::discover_options dopt;
+    dopt.follow_outside_symlinks = options.follow_outside_symlinks;
+    an::discover_result walked = an::discover_logdir(options.logdir, dopt);  // no store lock held
+    std::vector<an::trace_file>& found = walked.files;
+    refresh_scalars(found);
 
     std::lock_guard lock(mutex_);
+    notes_ = std::move(walked.notes);
     std::set<std::string> seen;
     order_.clear();
     for (std::size_t i = 0; i < found.size(); ++i) {
       an::trace_file& f = found[i];
-      const std::string& reason = reasons[i].second;
+      const std::string reason = f.skipped;
       seen.insert(f.path);
       order_.push_back(f.path);
       auto it = files_.find(f.path);
@@ -183,6 +199,7 @@ struct store::impl {
       file_entry& e = it->second;
       const bool changed = e.file.size != f.size || e.file.mtime_ns != f.mtime_ns;
       const bool was_skipped = e.state == file_state::skipped;
+      const bool retry = e.state == file_state::failed && e.transient;
       e.file = f;  // names may change too (span numbering follows new files)
       if (!reason.empty()) {
         if (!was_skipped) {
@@ -191,16 +208,107 @@ struct store::impl {
           e.state = file_state::skipped;
           e.error = reason;
         }
-      } else if (changed || was_skipped) {
+      } else if (changed || was_skipped || retry) {
         enqueue_or_skip(e, reason);
       }
     }
+    // Entries not seen are dropped only when the walk could have seen them: not when it was cut
+    // short, nor below a directory whose listing failed (out of descriptors, say).
+    const auto kept = [&](const std::string& path) {
+      if (!walked.complete) return true;
+      for (const std::string& dir : walked.unlisted_dirs)
+        if (path.size() > dir.size() && path.compare(0, dir.size(), dir) == 0 && path[dir.size()] == '/') return true;
+      return false;
+    };
     for (auto it = files_.begin(); it != files_.end();) {
-      if (seen.count(it->first) == 0) it = files_.erase(it);  // queued token goes stale
-      else ++it;
+      if (seen.count(it->first) == 0 && !kept(it->first)) {
+        it = files_.erase(it);  // queued token goes stale
+      } else {
+        if (seen.count(it->first) == 0) order_.push_back(it->first);
+        ++it;
+      }
     }
     first_scan_done_ = true;
     changed_.notify_all();
+  }
+
+  /// Reads what is new in the event files of every run (scanner thread, no store lock).
+  void refresh_scalars(const std::vector<an::trace_file>& found) {
+    std::map<std::string, std::string> dirs;  // run -> its directory
+    for (const auto& f : found)
+      if (f.skipped.empty()) dirs.emplace(f.run, fs::path(f.path).parent_path().string());
+    for (auto it = scalar_runs_.begin(); it != scalar_runs_.end();) {
+      if (dirs.count(it->first) == 0 || dirs[it->first] != it->second.dir) it = scalar_runs_.erase(it);
+      else ++it;
+    }
+    std::uint64_t budget = scalars_bytes_per_scan;
+    std::map<std::string, std::shared_ptr<const std::string>> bodies;
+    for (const auto& [run, dir] : dirs) {
+      run_scalars& rs = scalar_runs_[run];
+      rs.dir = dir;
+      std::set<std::string> names;
+      std::error_code ec;
+      for (fs::directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+           !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        std::error_code ec2;
+        const std::string name = it->path().filename().string();
+        if (is_event_file_name(name) && it->is_regular_file(ec2)) names.insert(name);
+      }
+      if (ec) {  // not listed now (out of descriptors?): keep what was read
+        for (const auto& [name, f] : rs.files) names.insert(name);
+      }
+      for (auto f = rs.files.begin(); f != rs.files.end();) {
+        if (names.count(f->first) == 0) f = rs.files.erase(f);
+        else ++f;
+      }
+      for (const std::string& name : names) {
+        scalar_file& f = rs.files[name];
+        if (budget == 0) continue;
+        try {
+          const std::uint64_t n = kinetoscope::read_event_file_from(dir + "/" + name, f.cursor, budget, f.contents);
+          budget -= std::min(budget, n);
+          f.error.clear();
+          for (auto& [tag, points] : f.contents.scalars) {
+            while (points.size() > scalars_points_per_tag) {  // thin evenly: keep every other point
+              std::size_t k = 0;
+              for (std::size_t i = 0; i < points.size(); i += 2) points[k++] = points[i];
+              points.resize(k);
+            }
+          }
+        } catch (const std::exception& e) {
+          f.error = e.what();
+        }
+      }
+      bodies[run] = std::make_shared<const std::string>(scalars_json(rs));
+    }
+    std::lock_guard lock(scalars_mutex_);
+    scalar_bodies_ = std::move(bodies);
+  }
+
+  static std::string scalars_json(const run_scalars& rs) {
+    nlohmann::ordered_json tags = nlohmann::ordered_json::object();
+    nlohmann::ordered_json errors = nlohmann::ordered_json::array();
+    std::uint64_t skipped = 0, corrupt = 0;
+    std::map<std::string, nlohmann::ordered_json> series;
+    for (const auto& [name, f] : rs.files) {
+      for (const auto& [tag, points] : f.contents.scalars) {
+        nlohmann::ordered_json& list = series[tag];
+        if (list.is_null()) list = nlohmann::ordered_json::array();
+        for (const auto& pt : points) list.push_back({pt.step, static_cast<double>(pt.value), pt.wall_time});
+      }
+      for (const auto& e : f.contents.errors) errors.push_back(name + ": " + e);
+      if (!f.error.empty()) errors.push_back(name + ": " + f.error);
+      skipped += f.contents.skipped_other_summaries;
+      corrupt += f.contents.corrupt_records;
+    }
+    for (auto& [tag, list] : series) tags[tag] = std::move(list);
+    return nlohmann::ordered_json({{"tags", std::move(tags)},
+                                   {"files", rs.files.size()},
+                                   {"errors", std::move(errors)},
+                                   {"skipped_other_summaries", skipped},
+                                   {"corrupt_records", corrupt},
+                                   {"loading", false}})
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
 
   void enqueue_or_skip(file_entry& e, const std::string& reason) {
@@ -213,6 +321,8 @@ struct store::impl {
     }
     e.state = file_state::queued;
     e.error.clear();
+    e.transient = false;
+    e.retries = 0;
     queue_.emplace_back(e.file.path, e.token);
     changed_.notify_all();
   }
@@ -239,8 +349,27 @@ struct store::impl {
       std::uint64_t bytes = 0;
       {
         std::unique_lock lock(mutex_);
-        changed_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-        if (stop_) return;
+        for (;;) {
+          if (stop_) return;
+          // Transient failures whose pause is over go back to the queue.
+          const auto now = clock_type::now();
+          for (auto r = retry_.begin(); r != retry_.end();) {
+            if (std::get<0>(*r) <= now) {
+              queue_.emplace_back(std::get<1>(*r), std::get<2>(*r));
+              r = retry_.erase(r);
+            } else {
+              ++r;
+            }
+          }
+          if (!queue_.empty()) break;
+          if (retry_.empty()) {
+            changed_.wait(lock);
+          } else {
+            auto next = std::get<0>(retry_.front());
+            for (const auto& r : retry_) next = std::min(next, std::get<0>(r));
+            changed_.wait_until(lock, next);
+          }
+        }
         std::tie(path, token) = queue_.front();
         queue_.pop_front();
         auto it = files_.find(path);
@@ -255,13 +384,14 @@ struct store::impl {
       }
       std::shared_ptr<profile> p;
       std::string error;
+      int error_number = 0;
       const auto t0 = clock_type::now();
       try {
-        p = load_profile(path, rel, bytes, error);
+        p = load_profile(path, rel, bytes, options.max_text_bytes, error, error_number);
       } catch (const std::exception& e) {
-        error = path + ": " + e.what();
+        error = rel + ": " + e.what();
       } catch (...) {
-        error = path + ": unknown error";
+        error = rel + ": unknown error";
       }
       const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
       if (p) p->load_seconds = seconds;
@@ -276,6 +406,19 @@ struct store::impl {
           e.error.clear();
           e.warnings = warning_count(p->model);
           e.loaded = std::move(p);
+          e.transient = false;
+          e.retries = 0;
+        } else if (transient_errno(error_number) && e.retries < max_quick_retries) {
+          // Not the file's fault: try again shortly (the previous load, if any, stays shown).
+          e.state = file_state::queued;
+          e.error = "will retry: " + error;
+          ++e.retries;
+          retry_.emplace_back(clock_type::now() + retry_delay, path, token);
+        } else if (transient_errno(error_number)) {
+          e.state = file_state::failed;  // retried again at the next scan
+          e.error = error + " (will retry at the next scan)";
+          e.transient = true;
+          e.retries = 0;
         } else {
           e.state = file_state::failed;
           e.error = error;
@@ -288,10 +431,18 @@ struct store::impl {
   }
 
   static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
-                                               std::string& error) {
-    an::load_result r = an::load_trace(path);
+                                               std::uint64_t max_text_bytes, std::string& error, int& error_number) {
+    an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes});
     if (!r.ok()) {
-      error = r.error ? r.error->message() : path + ": cannot load";
+      // Named by the path relative to the logdir: /api/status shows it.
+      if (r.error) {
+        an::load_error e = *r.error;
+        e.file = rel;
+        error = e.message();
+      } else {
+        error = rel + ": cannot load";
+      }
+      error_number = r.error ? r.error->sys_errno : 0;
       return nullptr;
     }
     auto p = std::make_shared<profile>();
@@ -360,6 +511,17 @@ bool store::wait_idle(std::chrono::milliseconds timeout) const {
 }
 
 void store::rescan() { impl_->scan(); }
+
+std::shared_ptr<const std::string> store::scalars_body(std::string_view run) const {
+  std::lock_guard lock(impl_->scalars_mutex_);
+  const auto it = impl_->scalar_bodies_.find(std::string(run));
+  return it == impl_->scalar_bodies_.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> store::notes() const {
+  std::lock_guard lock(impl_->mutex_);
+  return impl_->notes_;
+}
 
 const store_options& store::options() const noexcept { return impl_->options; }
 

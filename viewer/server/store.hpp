@@ -44,9 +44,12 @@ struct store_options {
   std::string logdir;
   /// Seconds between rescans of the logdir (tensorboard's --reload_interval); <= 0: scan once.
   double reload_interval_s = 30;
-  /// Follow symlinks whose target lies outside the logdir (off: such files are listed as
-  /// "skipped" with the reason, never read).
+  /// Follow symlinks (to files or directories) whose target lies outside the logdir (off: such
+  /// files are listed as "skipped", such directories are not entered, both noted; nothing
+  /// outside is read, and the targets are never shown).
   bool follow_outside_symlinks = false;
+  /// The largest JSON text of a trace (after gunzip) to load (analysis::load_options).
+  std::uint64_t max_text_bytes = std::uint64_t{16} << 30;
 };
 
 /// Load progress over every file discovered so far.
@@ -126,6 +129,9 @@ class store {
   const store_options& options() const noexcept;
   load_progress progress() const;
 
+  /// The last scan's notes (analysis::discover_result::notes): symlinks not followed,
+  /// directories that could not be listed, limits reached; paths relative to the logdir.
+  std::vector<std::string> notes() const;
   /// Every discovered file (sorted by run, worker, span order of discovery).
   std::vector<file_status> files() const;
   /// Runs with at least one loaded file, sorted.
@@ -136,6 +142,11 @@ class store {
   std::vector<file_status> run_files(std::string_view run) const;
   /// The loaded profile of (run, worker, span), or nullptr.
   std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
+  /// The /api/scalars body of `run` (the TensorBoard event files directly in its directory),
+  /// read by the store's scanner thread: in steps (at most 256 MB per scan), incrementally
+  /// (only bytes appended since the last scan), at most 20 000 points per tag (thinned evenly
+  /// beyond). nullptr until the first read of the run finished. Never reads a file itself.
+  std::shared_ptr<const std::string> scalars_body(std::string_view run) const;
   /// The directory of `run` (where its trace files lie), or nullopt for an unknown run.
   std::optional<std::string> run_directory(std::string_view run) const;
 

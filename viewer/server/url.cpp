@@ -4,6 +4,7 @@
 #include "server/url.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cstddef>
 
 namespace kinetoscope::server {
@@ -224,6 +225,103 @@ bool etag_matches(std::string_view if_none_match, std::string_view etag) {
     if (item == "*" || opaque(item) == opaque(etag)) match = true;
   });
   return match;
+}
+
+namespace {
+
+bool host_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
+}
+
+bool is_ipv4(std::string_view h) {
+  int parts = 0;
+  while (true) {
+    std::size_t n = 0;
+    unsigned value = 0;
+    while (n < h.size() && n < 4 && h[n] >= '0' && h[n] <= '9') value = value * 10 + unsigned(h[n++] - '0');
+    if (n == 0 || n > 3 || value > 255) return false;
+    ++parts;
+    h.remove_prefix(n);
+    if (h.empty()) return parts == 4;
+    if (h.front() != '.' || parts == 4) return false;
+    h.remove_prefix(1);
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::string> host_of(std::string_view header) {
+  while (!header.empty() && (header.front() == ' ' || header.front() == '\t')) header.remove_prefix(1);
+  while (!header.empty() && (header.back() == ' ' || header.back() == '\t')) header.remove_suffix(1);
+  std::string_view host = header, port;
+  if (!header.empty() && header.front() == '[') {
+    const std::size_t close = header.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    host = header.substr(1, close - 1);
+    const std::string_view rest = header.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':') return std::nullopt;
+      port = rest.substr(1);
+      if (port.empty()) return std::nullopt;
+    }
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.") != std::string_view::npos) return std::nullopt;
+  } else {
+    if (const std::size_t colon = header.find(':'); colon != std::string_view::npos) {
+      host = header.substr(0, colon);
+      port = header.substr(colon + 1);
+      if (port.empty()) return std::nullopt;
+    }
+    if (host.empty()) return std::nullopt;
+  }
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+  std::string h = lower(host);
+  if (header.front() != '[' && !std::all_of(h.begin(), h.end(), host_char)) return std::nullopt;
+  if (h.size() > 1 && h.back() == '.') h.pop_back();  // "localhost." is "localhost"
+  return h;
+}
+
+bool host_allowed(std::optional<std::string_view> host_header, const host_policy& policy) {
+  if (policy.allow_all || !host_header) return true;
+  const std::optional<std::string> host = host_of(*host_header);
+  if (!host) return false;
+  const std::string& h = *host;
+  if (h.find(':') != std::string::npos || is_ipv4(h)) return true;  // an IP literal
+  if (h == "localhost" || h.ends_with(".localhost")) return true;
+  for (const std::string& name : policy.names) {
+    if (name == "*") return true;
+    if (!name.empty() && name.front() == '.') {
+      if (h == std::string_view(name).substr(1) || h.ends_with(name)) return true;
+    } else if (h == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<std::vector<std::string>> parse_allowed_hosts(std::string_view list) {
+  std::vector<std::string> out;
+  while (true) {
+    const std::size_t comma = list.find(',');
+    std::string_view item = list.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    std::string name = lower(item);
+    if (name.empty()) return std::nullopt;
+    if (name != "*") {
+      const std::string_view body = name.front() == '.' ? std::string_view(name).substr(1) : std::string_view(name);
+      if (body.empty() || !std::all_of(body.begin(), body.end(), host_char)) return std::nullopt;
+    }
+    out.push_back(std::move(name));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
 }
 
 }  // namespace kinetoscope::server

@@ -53,4 +53,28 @@ bool accepts_gzip(std::string_view accept_encoding);
 /// compared weakly as RFC 9110 requires for If-None-Match: a "W/" prefix is ignored).
 bool etag_matches(std::string_view if_none_match, std::string_view etag);
 
+/// Which Host header values the server answers (a defence against DNS rebinding: a page on
+/// evil.example whose name is made to resolve to 127.0.0.1 sends "Host: evil.example", so
+/// refusing unknown names keeps it from reading the API). Allowed: IP literals (a rebinding needs
+/// a name), "localhost" and names below ".localhost", the names in `names` (case-insensitive; one
+/// starting with '.' also allows every name below it: ".example.com" allows "a.example.com" and
+/// "example.com"), or anything when `allow_all`.
+struct host_policy {
+  bool allow_all = false;
+  std::vector<std::string> names;  ///< --host (when a name), --allowed_hosts, the machine's name
+};
+
+/// The host part of a Host header value: "name" of "name:port", "::1" of "[::1]:port", lower-case;
+/// nullopt when it is malformed (empty, a bad port, unbalanced brackets, characters no host name
+/// or address has).
+std::optional<std::string> host_of(std::string_view host_header);
+
+/// Whether a request with this Host header value may be answered under `policy`. A missing
+/// header (`host_header` nullopt) is allowed: HTTP/1.0 clients may omit it and browsers always send it.
+bool host_allowed(std::optional<std::string_view> host_header, const host_policy& policy);
+
+/// Parses --allowed_hosts: a comma-separated list of names ("a.example,.corp.example", "*" for
+/// any); nullopt when an entry is empty or not a host name.
+std::optional<std::vector<std::string>> parse_allowed_hosts(std::string_view list);
+
 }  // namespace kinetoscope::server

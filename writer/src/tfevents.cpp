@@ -218,17 +218,15 @@ void event_file_writer::write_record(const std::string& payload) {
 // ---------------------------------------------------------------------------------------------
 // reader
 
-event_file_contents read_event_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("tfevents: " + path + ": cannot open: " + errno_text(errno));
-  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw std::runtime_error("tfevents: " + path + ": read failed");
+namespace {
 
-  event_file_contents out;
-  std::set<std::string> scalar_tags;  // tensor-form tags announced with plugin "scalars"
-  const auto* base = reinterpret_cast<const unsigned char*>(data.data());
-  const std::size_t size = data.size();
+/// Parses the complete records of `data` (the file's bytes from `base_offset`) into `out`;
+/// returns the bytes consumed (the start of an incomplete last record, or of a bad length CRC,
+/// which also sets `cursor.stopped`).
+std::size_t parse_records(const unsigned char* base, std::size_t size, std::uint64_t base_offset,
+                          event_file_cursor& cursor, event_file_contents& out) {
   std::size_t off = 0;
+  out.truncated_tail = false;
   while (off < size) {
     const std::size_t left = size - off;
     if (left < 12) {
@@ -238,17 +236,19 @@ event_file_contents read_event_file(const std::string& path) {
     const std::uint64_t len = get_le(base + off, 8);
     const auto len_crc = static_cast<std::uint32_t>(get_le(base + off + 8, 4));
     if (masked_crc32c(base + off, 8) != len_crc) {
-      out.errors.push_back("offset " + std::to_string(off) +
+      out.errors.push_back("offset " + std::to_string(base_offset + off) +
                            ": bad length CRC (not an event file or corrupted); reading stopped");
+      cursor.stopped = true;
       break;
     }
     if (len > left - 12 || left - 12 - len < 4) {
       out.truncated_tail = true;
+      cursor.need = 12 + len + 4;
       break;
     }
     const unsigned char* payload = base + off + 12;
     const auto data_crc = static_cast<std::uint32_t>(get_le(payload + len, 4));
-    const std::size_t rec_off = off;
+    const std::uint64_t rec_off = base_offset + off;
     off += 12 + static_cast<std::size_t>(len) + 4;
     if (masked_crc32c(payload, static_cast<std::size_t>(len)) != data_crc) {
       ++out.corrupt_records;
@@ -278,9 +278,9 @@ event_file_contents read_event_file(const std::string& path) {
         bool announced = false;
         if (v.has_metadata() && v.metadata().has_plugin_data()) {
           announced = v.metadata().plugin_data().plugin_name() == "scalars";
-          if (announced) scalar_tags.insert(v.tag());
+          if (announced) cursor.scalar_tags.insert(v.tag());
         } else {
-          announced = scalar_tags.count(v.tag()) != 0;
+          announced = cursor.scalar_tags.count(v.tag()) != 0;
         }
         is_scalar = announced && tensor_scalar(v.tensor(), value);
       }
@@ -291,7 +291,59 @@ event_file_contents read_event_file(const std::string& path) {
       out.scalars[v.tag()].push_back(scalar_point{ev.step(), ev.wall_time(), value});
     }
   }
+  return off;
+}
+
+}  // namespace
+
+event_file_contents read_event_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("tfevents: " + path + ": cannot open: " + errno_text(errno));
+  const std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw std::runtime_error("tfevents: " + path + ": read failed");
+  event_file_contents out;
+  event_file_cursor cursor;
+  parse_records(reinterpret_cast<const unsigned char*>(data.data()), data.size(), 0, cursor, out);
   return out;
+}
+
+std::uint64_t read_event_file_from(const std::string& path, event_file_cursor& cursor, std::uint64_t max_bytes,
+                                   event_file_contents& out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("tfevents: " + path + ": cannot open: " + errno_text(errno));
+  struct close_fd {
+    int fd;
+    ~close_fd() { ::close(fd); }
+  } closer{fd};
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end < 0) throw std::runtime_error("tfevents: " + path + ": cannot seek: " + errno_text(errno));
+  const auto size = static_cast<std::uint64_t>(end);
+  if (size < cursor.offset) {  // rewritten shorter: start over
+    cursor = event_file_cursor{};
+    out = event_file_contents{};
+  }
+  constexpr std::uint64_t chunk = std::uint64_t{16} << 20;
+  std::uint64_t read_total = 0;
+  std::string buf;
+  while (!cursor.stopped && cursor.offset < size && read_total < max_bytes) {
+    const std::uint64_t want = std::min(size - cursor.offset, std::max(chunk, cursor.need));
+    buf.resize(static_cast<std::size_t>(want));
+    std::size_t got = 0;
+    while (got < want) {
+      const ::ssize_t n = ::pread(fd, buf.data() + got, want - got, static_cast<off_t>(cursor.offset + got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error("tfevents: " + path + ": read failed: " + errno_text(errno));
+      if (n == 0) break;
+      got += static_cast<std::size_t>(n);
+    }
+    cursor.need = 0;
+    const std::size_t used =
+        parse_records(reinterpret_cast<const unsigned char*>(buf.data()), got, cursor.offset, cursor, out);
+    cursor.offset += used;
+    read_total += got;
+    if (used == 0 && (cursor.need == 0 || cursor.need <= got || cursor.offset + cursor.need > size)) break;  // the tail is still being written
+  }
+  return read_total;
 }
 
 std::vector<std::string> find_event_files(const std::string& logdir) {

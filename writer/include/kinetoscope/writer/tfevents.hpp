@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -128,6 +129,24 @@ struct event_file_contents {
  * @endcode
  */
 event_file_contents read_event_file(const std::string& path);
+
+/// Where an incremental read of a growing event file stands (read_event_file_from()).
+struct event_file_cursor {
+  std::uint64_t offset = 0;            ///< the first byte not consumed (a record boundary)
+  std::set<std::string> scalar_tags;   ///< tensor-form tags announced so far
+  bool stopped = false;                ///< a bad length CRC was met: nothing after it is read
+  std::uint64_t need = 0;              ///< bytes of the record at `offset`, when it did not fit
+};
+
+/**
+ * Reads the complete records after `cursor.offset` into `out` (merged with what it holds) and
+ * advances the cursor; an incomplete last record is left for the next call. Reads at most about
+ * `max_bytes` (in chunks of 16 MB; a record bigger than that is read whole), so a huge file is
+ * taken in steps. A file shorter than the cursor (rewritten) is read again from the start.
+ * Returns the bytes read. Throws std::runtime_error when the file cannot be opened or read.
+ */
+std::uint64_t read_event_file_from(const std::string& path, event_file_cursor& cursor, std::uint64_t max_bytes,
+                                   event_file_contents& out);
 
 /**
  * Event files under `logdir` (recursive; regular files whose basename contains "tfevents",

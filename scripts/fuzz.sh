@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# libFuzzer campaigns on the viewer's parsers (tests/fuzz/). Builds build-fuzz (clang++,
+# -Dfuzzing=true, ASan+UBSan) on first use, then:
+#   scripts/fuzz.sh TARGET MINUTES    run one target that long; the corpus grows in
+#                                     build-fuzz/corpus/TARGET (seeded from tests/fuzz/corpus),
+#                                     findings go to build-fuzz/findings/TARGET/
+#   scripts/fuzz.sh --smoke [RUNS]    every target for RUNS inputs (default 2000) from its seed
+#                                     corpus; used by scripts/test.sh
+# TARGET: loader, url, api, tfevents, profile_config. Add each finding to tests/fuzz/corpus/TARGET/
+# once fixed, so the smoke run keeps checking it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+targets=(loader url api tfevents profile_config)
+
+build() {
+  if ! command -v clang++ >/dev/null; then
+    echo "fuzz.sh: clang++ not found (apt-get install clang)" >&2
+    return 1
+  fi
+  if [ ! -f build-fuzz/build.ninja ]; then
+    CC=clang CXX=clang++ meson setup build-fuzz -Dfuzzing=true -Dtests=disabled -Dcupti=disabled \
+      --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+  fi
+  ninja -C build-fuzz $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >/dev/null
+}
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+if [ "${1:-}" = "--smoke" ]; then
+  runs=${2:-2000}
+  build
+  status=0
+  for t in "${targets[@]}"; do
+    dict=()
+    [ "$t" = loader ] || [ "$t" = profile_config ] && dict=(-dict=tests/fuzz/json.dict)
+    if build-fuzz/tests/fuzz/fuzz_"$t" "${dict[@]}" -runs="$runs" -seed=1 -max_len=65536 \
+         tests/fuzz/corpus/"$t" >build-fuzz/smoke_"$t".log 2>&1; then
+      echo "fuzz smoke $t: ok ($runs runs)"
+    else
+      echo "fuzz smoke $t: FAILED (build-fuzz/smoke_$t.log)"
+      tail -n 30 build-fuzz/smoke_"$t".log
+      status=1
+    fi
+  done
+  exit "$status"
+fi
+
+if [ $# -ne 2 ]; then
+  sed -n '3,12p' "$0"
+  exit 2
+fi
+target=$1
+minutes=$2
+case " ${targets[*]} " in *" $target "*) ;; *) echo "fuzz.sh: unknown target '$target'" >&2; exit 2 ;; esac
+build
+mkdir -p build-fuzz/corpus/"$target" build-fuzz/findings/"$target"
+dict=()
+[ "$target" = loader ] || [ "$target" = profile_config ] && dict=(-dict=tests/fuzz/json.dict)
+exec build-fuzz/tests/fuzz/fuzz_"$target" "${dict[@]}" -max_total_time=$((minutes * 60)) -max_len=65536 \
+  -artifact_prefix=build-fuzz/findings/"$target"/ -print_final_stats=1 \
+  build-fuzz/corpus/"$target" tests/fuzz/corpus/"$target"
