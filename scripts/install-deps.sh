@@ -7,7 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev doctest-dev libsimdjson-dev
-          protobuf-compiler libprotobuf-dev libboost1.81-dev libunwind-dev libdw-dev)
+          protobuf-compiler libprotobuf-dev libboost1.81-dev libunwind-dev libdw-dev
+          clang libclang-rt-14-dev)  # clang + its libFuzzer runtime: the fuzz targets (tests/fuzz)
 if [ "${1:-}" = "--browser" ]; then packages+=(chromium); fi
 command -v node > /dev/null || packages+=(nodejs)
 command -v npm > /dev/null || packages+=(npm)
