@@ -28,7 +28,8 @@ fuzz_log=$(mktemp)
 if command -v clang++ >/dev/null; then
   bash scripts/fuzz.sh --smoke 2000 | tee "$fuzz_log" || status=1
 else
-  echo "fuzz smoke: skipped (clang++ not installed)"
+  echo "fuzz smoke: FAILED, clang++ is missing (scripts/install-deps.sh installs it)"
+  status=1
 fi
 
 passed=0
