@@ -35,8 +35,11 @@ if [ "${1:-}" = "--smoke" ]; then
   for t in "${targets[@]}"; do
     dict=()
     [ "$t" = loader ] || [ "$t" = profile_config ] && dict=(-dict=tests/fuzz/json.dict)
+    # libFuzzer writes new inputs into its first corpus folder: a scratch one, never the seeds.
+    rm -rf build-fuzz/smoke/"$t"
+    mkdir -p build-fuzz/smoke/"$t"
     if build-fuzz/tests/fuzz/fuzz_"$t" "${dict[@]}" -runs="$runs" -seed=1 -max_len=65536 \
-         tests/fuzz/corpus/"$t" >build-fuzz/smoke_"$t".log 2>&1; then
+         build-fuzz/smoke/"$t" tests/fuzz/corpus/"$t" >build-fuzz/smoke_"$t".log 2>&1; then
       echo "fuzz smoke $t: ok ($runs runs)"
     else
       echo "fuzz smoke $t: FAILED (build-fuzz/smoke_$t.log)"
