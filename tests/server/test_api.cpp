@@ -118,6 +118,19 @@ std::string memory_trace_text() {
   return kinetoscope::chrome_trace_string(d);
 }
 
+/// A store on `logdir`, started, its first scan and loads done.
+std::unique_ptr<store> loaded_store(const fs::path& logdir, double reload_interval_s = 0,
+                                    bool follow_outside_symlinks = false) {
+  store_options o;
+  o.logdir = logdir.string();
+  o.reload_interval_s = reload_interval_s;
+  o.follow_outside_symlinks = follow_outside_symlinks;
+  auto s = std::make_unique<store>(o);
+  s->start();
+  REQUIRE(s->wait_idle(load_timeout));
+  return s;
+}
+
 /// The test logdir, loaded once for every test case of this file.
 struct fixture {
   temp_dir dir{"main"};
@@ -150,12 +163,7 @@ struct fixture {
       bytes[bytes.size() - 6] = static_cast<char>(bytes[bytes.size() - 6] ^ 0x5a);
       std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     }
-    store_options o;
-    o.logdir = dir.path.string();
-    o.reload_interval_s = 0;
-    s = std::make_unique<store>(o);
-    s->start();
-    REQUIRE(s->wait_idle(load_timeout));
+    s = loaded_store(dir.path);
   }
 };
 
@@ -732,12 +740,8 @@ TEST_CASE("store: rescan picks up new, changed and removed files; symlinks out o
   temp_dir dir("rescan");
   temp_dir outside("outside");
   copy_run("cpu_only", dir.path);
-  store_options o;
-  o.logdir = dir.path.string();
-  o.reload_interval_s = 0;
-  store s(o);
-  s.start();
-  REQUIRE(s.wait_idle(load_timeout));
+  const auto owned = loaded_store(dir.path);
+  store& s = *owned;
   CHECK(get_json(s, "runs")["runs"] == json({"cpu_only"}));
 
   // New run.
@@ -790,10 +794,8 @@ TEST_CASE("store: rescan picks up new, changed and removed files; symlinks out o
   CHECK(get_json(s, "runs")["progress"]["files_total"] == 1);
 
   // With follow_outside_symlinks the same file loads.
-  o.follow_outside_symlinks = true;
-  store follow(o);
-  follow.start();
-  REQUIRE(follow.wait_idle(load_timeout));
+  const auto following = loaded_store(dir.path, 0, true);
+  store& follow = *following;
   CHECK(get_json(follow, "runs")["runs"] == json({"cpu_only", "linked"}));
 }
 
@@ -816,12 +818,8 @@ TEST_CASE("store: symlinks leaving the logdir are not followed, files or directo
   fs::create_symlink(outside.path / "shadow.pt.trace.json", dir.path / "run" / "evil.pt.trace.json");
   fs::create_symlink(outside.path / "other.json", dir.path / "run" / "other.json");
   fs::create_directory_symlink(dir.path / "run", dir.path / "inside");  // stays inside: followed
-  store_options o;
-  o.logdir = dir.path.string();
-  o.reload_interval_s = 0;
-  store s(o);
-  s.start();
-  REQUIRE(s.wait_idle(load_timeout));
+  const auto owned = loaded_store(dir.path);
+  store& s = *owned;
   CHECK(get_json(s, "runs")["runs"] == json({"inside", "run"}));
   const api_response r = get(s, "status");
   REQUIRE(r.status == 200);
@@ -842,11 +840,9 @@ TEST_CASE("store: symlinks leaving the logdir are not followed, files or directo
                                            "run/a.pt.trace.json loaded -", "run/evil.pt.trace.json " + not_followed});
 
   // --follow_symlinks: files and directories outside are read (the link to / is bounded).
-  o.follow_outside_symlinks = true;
   fs::remove(dir.path / "root");
-  store follow(o);
-  follow.start();
-  REQUIRE(follow.wait_idle(load_timeout));
+  const auto following = loaded_store(dir.path, 0, true);
+  store& follow = *following;
   CHECK(get_json(follow, "runs")["runs"] == json({"inside", "linkdir", "run"}));
   CHECK(get_json(follow, "status")["notes"] == json::array());
 }
@@ -868,12 +864,8 @@ TEST_CASE("store: out of descriptors, known files stay and loads are retried") {
   temp_dir dir("emfile");
   write_small_trace(dir.path / "run" / "a.pt.trace.json");
   write_small_trace(dir.path / "run" / "b.pt.trace.json");
-  store_options o;
-  o.logdir = dir.path.string();
-  o.reload_interval_s = 0;
-  store s(o);
-  s.start();
-  REQUIRE(s.wait_idle(load_timeout));
+  const auto owned = loaded_store(dir.path);
+  store& s = *owned;
   REQUIRE(s.progress().files_loaded == 2);
 
   {  // A listing that fails drops nothing.
@@ -939,12 +931,8 @@ TEST_CASE("store: scalars are read by the scanner, incrementally, and answered f
   write_small_trace(dir.path / "run" / "a.pt.trace.json");
   kinetoscope::event_file_writer w((dir.path / "run").string());
   w.add_scalars(1, {{"loss", 2.5f}}, 1700000000.5);
-  store_options o;
-  o.logdir = dir.path.string();
-  o.reload_interval_s = 0;
-  store s(o);
-  s.start();
-  REQUIRE(s.wait_idle(load_timeout));
+  const auto owned = loaded_store(dir.path);
+  store& s = *owned;
   CHECK(get_json(s, "scalars", {{"run", "run"}})["tags"]["loss"] == json::parse("[[1, 2.5, 1700000000.5]]"));
 
   // Appended records are read from where the last scan stopped: no point twice.
@@ -979,13 +967,8 @@ TEST_CASE("store: the destructor stops a store with a reload interval promptly")
   copy_run("cpu_only", dir.path);
   const auto t0 = std::chrono::steady_clock::now();
   {
-    store_options o;
-    o.logdir = dir.path.string();
-    o.reload_interval_s = 3600;
-    store s(o);
-    s.start();
-    REQUIRE(s.wait_idle(load_timeout));
-    CHECK(s.progress().files_loaded == 1);
+    const auto s = loaded_store(dir.path, 3600);
+    CHECK(s->progress().files_loaded == 1);
   }
   // Loading one tiny file and stopping takes far less than the hour of the reload interval.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
