@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
+#include "block_sum.cuh"
 #include "stress_kernels.hpp"
 
 namespace cuda_stress {
@@ -18,17 +19,8 @@ __global__ void stress_axpy(const float* x, float* y, float alpha, int n) {
   if (i < n) y[i] += alpha * x[i];
 }
 
-/// One block per 256 elements sums them in shared memory, then adds to the total.
 __global__ void stress_reduce(const float* in, float* total, int n) {
-  __shared__ float partial[256];
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  partial[threadIdx.x] = i < n ? in[i] : 0.0f;
-  __syncthreads();
-  for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) atomicAdd(total, partial[0]);
+  cuda_samples::block_sum_into(in, total, n);
 }
 
 __global__ void stress_tiny(float* out) { out[threadIdx.x] = static_cast<float>(threadIdx.x); }
