@@ -14,6 +14,8 @@ import time
 import urllib.parse
 import urllib.request
 
+from gpu_common import stop
+
 
 def main():
     binary, logdir = sys.argv[1], sys.argv[2]
@@ -68,11 +70,7 @@ def main():
             print(f"{'PASS' if good else 'FAIL'} server run {run}: views {views}, worker {worker} span {span}"
                   + (f"; empty answers: {empty}" if empty else ""))
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        if not stop(proc):
             print("FAIL server exit: did not stop within 10 s of SIGTERM")
             ok = False
     return 0 if ok else 1

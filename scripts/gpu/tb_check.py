@@ -14,13 +14,13 @@ DUMP.json receives what EventAccumulator read, in the shape of `kinetoscope scal
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
 
+from gpu_common import free_port, stop
 from tensorboard.backend.event_processing import event_accumulator
 
 
@@ -66,11 +66,9 @@ def main():
         with open(sys.argv[3], "w") as f:
             json.dump(dump, f, indent=1)
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "tensorboard.main", "--logdir", logdir, "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"
         listed, t0 = {}, time.time()
@@ -97,11 +95,7 @@ def main():
         ok = ok and good
         print(f"{'PASS' if good else 'FAIL'} tensorboard server: {detail}", flush=True)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop(proc)
     return 0 if ok else 1
 
 

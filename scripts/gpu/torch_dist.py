@@ -8,7 +8,6 @@ usage: torch_dist.py LOGDIR
 """
 import glob
 import os
-import socket
 import sys
 
 import torch
@@ -16,6 +15,8 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.profiler import ProfilerActivity, profile, schedule, tensorboard_trace_handler
+
+from gpu_common import free_port
 
 
 def worker(rank, world, logdir, port):
@@ -45,10 +46,7 @@ def worker(rank, world, logdir, port):
 def main():
     logdir = sys.argv[1]
     os.makedirs(logdir, exist_ok=True)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    mp.spawn(worker, args=(2, logdir, port), nprocs=2, join=True)
+    mp.spawn(worker, args=(2, logdir, free_port()), nprocs=2, join=True)
     traces = sorted(glob.glob(os.path.join(logdir, "*.pt.trace.json.gz")))
     ok = len(traces) == 2
     print(f"{'PASS' if ok else 'FAIL'} torch ddp_gloo traces: {len(traces)} of 2 "

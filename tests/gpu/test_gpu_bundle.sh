@@ -32,7 +32,8 @@ for lib in "$tmp"/bundle/lib/*; do
     libc.so* | libm.so* | libpthread.so* | ld-linux* | libcuda.so* | libnvidia-*) fail "bundled $(basename "$lib")" ;;
   esac
 done
-[ -f "$tmp/bundle/scripts/gpu-check.sh" ] && [ -f "$tmp/bundle/scripts/gpu/torch_train.py" ] || fail "scripts missing"
+[ -f "$tmp/bundle/scripts/gpu-check.sh" ] && [ -f "$tmp/bundle/scripts/gpu/torch_train.py" ] &&
+  [ -f "$tmp/bundle/scripts/gpu/gpu_common.py" ] || fail "scripts missing"
 "$tmp/bundle/bin/kinetoscope" --version | grep -q '^kinetoscope ' || fail "bundled kinetoscope does not start"
 
 if [ -e /dev/nvidiactl ]; then
