@@ -16,7 +16,7 @@
 // Everything is plain C++ (cnn/): tensors on a tracking allocator, aten-named ops with shapes,
 // an autograd engine on its own thread, a background data loader, SGD. Two windows of three
 // steps are written to <logdir>/<run>/ as .pt.trace.json files, each window's per-step
-// scalars (step time, breakdown, peak memory; see tensorboard_scalars.hpp) are appended to an
+// scalars (step time, breakdown, peak memory; see kinetoscope/tensorboard/scalars.hpp) are appended to an
 // events.out.tfevents.* file in the same directory, then the table of the last window is printed,
 // followed by the model's DeepSpeed-style module profile (print_model_profile).
 //
@@ -38,7 +38,7 @@
 
 #include <kinetoscope/kinetoscope.hpp>
 #include <kinetoscope/writer/profile_config.hpp>
-#include <kinetoscope/writer/tensorboard_scalars.hpp>
+#include <kinetoscope/tensorboard/scalars.hpp>
 #include <kinetoscope/writer/trace_handler.hpp>
 
 #include "cnn/autograd.hpp"

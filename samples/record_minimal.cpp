@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <kinetoscope/kinetoscope.hpp>
+#include <kinetoscope/writer/chrome_trace.hpp>
 
 int main(int argc, char** argv) {
   const std::string path = argc > 1 ? argv[1] : "minimal.pt.trace.json";
@@ -26,7 +27,7 @@ int main(int argc, char** argv) {
     for (float& v : c) v = v > 0.0f ? v : 0.0f;
   }
   prof.stop();
-  prof.export_chrome_trace(path);  // throws std::runtime_error if it cannot be written
+  export_chrome_trace(prof, path);  // throws std::runtime_error if it cannot be written
   std::cout << prof.key_averages().table({.sort_by = "cpu_time_total", .row_limit = 10})
             << "wrote " << path << '\n';
 }

@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Set up, build and run every test: a -Werror build, then the same tests under ASan+UBSan.
 # Ends with one line "N passed, N failed": doctest test cases over both builds, the checks of
-# the headless-browser test (web/tests/browser.mjs, -Werror build only) and the fuzz smoke runs.
+# the headless-browser test (web/tests/browser.mjs) and of the install consumers
+# (tests/install/consumers.sh), both -Werror build only, and the fuzz smoke runs.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh --browser || exit 1
+bash scripts/install-deps.sh --tests || exit 1
 
 status=0
 run_suite() {  # build-dir, extra meson test options, meson setup options...
@@ -18,6 +19,14 @@ run_suite() {  # build-dir, extra meson test options, meson setup options...
 }
 
 run_suite build-test "" --buildtype=debugoptimized || status=1
+# The browser and install suites are registered only when node and cmake are there, which
+# install-deps.sh --tests made sure of: their absence from the log is a failure, not a skip.
+for what in browser install; do
+  if ! grep -q "^$what checks: " build-test/meson-logs/testlog.txt 2>/dev/null; then
+    echo "$what checks did not run"
+    status=1
+  fi
+done
 # Sanitizers: detect_leaks stays on; UBSan findings abort the test.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || status=1
@@ -42,7 +51,7 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
   done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
-                  -e 's/^browser checks: \([0-9]*\) passed, \([0-9]*\) failed$/\1 \2/p' "$log")
+                  -e 's/^\(browser\|install\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts
 echo "${passed} passed, ${failed} failed"

@@ -4,6 +4,7 @@
 #include <string>
 #include <thread>
 
+#include "disabled_instrumented.hpp"
 #include "kinetoscope/kinetoscope.hpp"
 #include "test_support.hpp"
 
@@ -32,6 +33,27 @@ TEST_CASE("record_function: nothing is recorded without a running profile") {
   CHECK(count_named(d, "still before") == 0);
   CHECK(count_named(d, "inside") == 1);
   CHECK(count_named(d, "after") == 0);
+}
+
+TEST_CASE("KINETOSCOPE_DISABLE: instrumentation built with it records nothing, beside code built without") {
+  profile prof({.with_modules = true});
+  prof.start();
+  long ids = -1;
+  {
+    KINETOSCOPE_RANGE("enabled_outer");
+    ids = kinetoscope_test::run_disabled_instrumentation(5);
+  }
+  { record_op op("enabled_op"); }
+  prof.stop();
+  const trace_data& d = prof.last_trace();
+  CHECK(ids == 0);
+  CHECK(count_named(d, "enabled_outer") == 1);
+  CHECK(count_named(d, "enabled_op") == 1);
+  for (const char* name : {"disabled_static", "disabled_dynamic", "disabled_op"}) {
+    INFO(name);
+    CHECK(count_named(d, name) == 0);
+  }
+  CHECK(d.modules.empty());
 }
 
 TEST_CASE("record_function: ranges nest with ordered, contained times and distinct ids") {

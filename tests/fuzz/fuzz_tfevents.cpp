@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const std::string path = "/tmp/kinetoscope_fuzz_tfevents_" + std::to_string(::getpid());

@@ -28,7 +28,7 @@
 #include "analysis/report.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 #include "server/api.hpp"
 #include "server/store.hpp"
 

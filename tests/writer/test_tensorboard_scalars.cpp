@@ -19,8 +19,8 @@
 #include "analysis/overview.hpp"
 #include "kinetoscope/kinetoscope.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
-#include "kinetoscope/writer/tensorboard_scalars.hpp"
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/scalars.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 #include "kinetoscope/writer/trace_handler.hpp"
 #include "writer_test_util.hpp"
 

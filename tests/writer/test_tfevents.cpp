@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 #include "kinetoscope_tfevents.pb.h"
 #include "writer_test_util.hpp"
 

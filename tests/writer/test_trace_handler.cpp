@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // write_chrome_trace_file (atomic write, directories, gzip, errors), trace_file_name,
-// default_worker_name, tensorboard_trace_handler and profile::export_chrome_trace.
+// default_worker_name, tensorboard_trace_handler and export_chrome_trace(profile, path).
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -300,16 +300,16 @@ TEST_CASE("tensorboard_trace_handler: a directory that cannot be created") {
   CHECK(files_in(tmp.path()).size() == 1);
 }
 
-TEST_CASE("profile::export_chrome_trace: plain and .gz by suffix") {
+TEST_CASE("export_chrome_trace(profile, path): plain and .gz by suffix") {
   temp_dir tmp;
   kinetoscope::profile prof;
-  CHECK_THROWS_AS(prof.export_chrome_trace((tmp.path() / "none.json").string()), std::logic_error);
+  CHECK_THROWS_AS(export_chrome_trace(prof, (tmp.path() / "none.json").string()), std::logic_error);
   CHECK(files_in(tmp.path()).empty());
   record_window(prof);
   const fs::path plain = tmp.path() / "out" / "trace.json";
   const fs::path gz = tmp.path() / "out" / "trace.json.gz";
-  prof.export_chrome_trace(plain.string());
-  prof.export_chrome_trace(gz.string());
+  export_chrome_trace(prof, plain.string());
+  export_chrome_trace(prof, gz.string());
   const std::string text = read_file(plain);
   CHECK(has_event_named(json::parse(text), "x"));
   const std::string inflated = gunzip(read_file(gz));
@@ -347,6 +347,6 @@ TEST_CASE("tensorboard_trace_handler: an unwritable directory inside a running p
                            "export_chrome_trace(); profiling continues)");
   CHECK(has_event_named(json::parse(kinetoscope::chrome_trace_string(prof.last_trace())), "work"));
   const fs::path rescue = tmp.path() / "rescue.pt.trace.json";
-  prof.export_chrome_trace(rescue.string());
+  export_chrome_trace(prof, rescue.string());
   CHECK(has_event_named(json::parse(read_file(rescue)), "work"));
 }

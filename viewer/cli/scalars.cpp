@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 
 namespace kinetoscope::cli {
 namespace {

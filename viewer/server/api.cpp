@@ -15,7 +15,7 @@
 #include <set>
 
 #include "analysis/memory_view.hpp"
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 #include "server/payloads.hpp"
 #include "server/store.hpp"
 #include "server/timeline.hpp"

@@ -26,7 +26,7 @@
 #include "analysis/discovery.hpp"
 #include "analysis/kernel_view.hpp"
 #include "analysis/loader.hpp"
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 #include "nlohmann/json.hpp"
 #include "server/timeline.hpp"
 

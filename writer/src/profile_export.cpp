@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file profile_export.cpp
-/// profile::export_chrome_trace, declared in core's profiler.hpp and defined here so that the
-/// core library does not depend on the writer (spec profiler-api §6.3).
+/// export_chrome_trace(profile, path): torch.profiler's prof.export_chrome_trace(path), in the
+/// writer library because core does not write JSON.
 
 #include "kinetoscope/profiler.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
 namespace kinetoscope {
 
-void profile::export_chrome_trace(const std::string& path) const {
+void export_chrome_trace(const profile& prof, const std::string& path) {
   // gzip iff the path ends in ".gz"; atomic (temporary file + rename); throws on failure.
-  write_chrome_trace_file(last_trace(), path);
+  write_chrome_trace_file(prof.last_trace(), path);
 }
 
 }  // namespace kinetoscope

@@ -50,6 +50,21 @@ namespace kinetoscope {
  * }
  * @endcode
  */
+#if defined(KINETOSCOPE_DISABLE)
+// KINETOSCOPE_DISABLE: an empty scope that references nothing of the library (see
+// record_function.hpp).
+inline namespace disabled {
+class module_scope {
+ public:
+  module_scope(static_name, static_name, std::int64_t = 0) noexcept {}
+  template <dynamic_name S>
+  module_scope(const S&, static_name, std::int64_t = 0) noexcept {}
+  module_scope(const module_scope&) = delete;
+  module_scope& operator=(const module_scope&) = delete;
+  std::int64_t id() const noexcept { return 0; }
+};
+}  // inline namespace disabled
+#else
 class module_scope {
  public:
   module_scope(static_name path, static_name type, std::int64_t params = 0) noexcept {
@@ -88,5 +103,7 @@ class module_scope {
   std::int64_t parent_id_;
   std::uint64_t start_;
 };
+
+#endif  // KINETOSCOPE_DISABLE
 
 }  // namespace kinetoscope

@@ -97,10 +97,9 @@ class profile {
   event_list events() const;
   /// prof.key_averages().
   averages key_averages(bool group_by_input_shape = false, int group_by_stack_n = 0) const;
-  /// Writes the last window as a Kineto trace (gzip when the path ends in ".gz"), atomically.
-  /// Throws std::runtime_error with the path and reason when it cannot be written.
-  /// Defined in the writer library (link kinetoscope_dep).
-  void export_chrome_trace(const std::string& path) const;
+  // prof.export_chrome_trace(path) is the writer's export_chrome_trace(prof, path)
+  // (kinetoscope/writer/chrome_trace.hpp): core never writes JSON, so it declares nothing that
+  // only the writer library defines.
 
   /// Writes the stacks of events() in the folded format flame-graph tools read (see
   /// folded_stacks; spec profiler-api §6.2), e.g. `flamegraph.pl stacks.txt > cpu.svg`.

@@ -34,6 +34,69 @@ template <class S>
 concept dynamic_name =
     std::convertible_to<const S&, std::string_view> && !std::is_array_v<S>;
 
+/// Extra links of an operator: autograd sequence number and forward thread (backward nodes).
+struct op_links {
+  std::int64_t sequence_nr = -1;    ///< -1: none
+  std::int64_t fwd_thread_id = 0;   ///< 0 for forward ops; >= 1 for backward nodes
+};
+
+#if defined(KINETOSCOPE_DISABLE)
+
+// KINETOSCOPE_DISABLE (define it for the whole program, like Tracy's TRACY_ENABLE switch):
+// the instrumentation below compiles to nothing. Ranges, operators, their arguments and thread
+// names become empty inline classes and functions that reference no symbol of the library, so
+// a program that only instruments links nothing of kinetoscope. They live in an inline
+// namespace, so a translation unit built with the switch and one built without it name
+// different classes and can share a program without breaking the one-definition rule. The
+// control API (profile, schedule, memory reports) is unaffected.
+inline namespace disabled {
+
+class record_function {
+ public:
+  explicit record_function(static_name) noexcept {}
+  template <dynamic_name S>
+  explicit record_function(const S&) noexcept {}
+  record_function(const record_function&) = delete;
+  record_function& operator=(const record_function&) = delete;
+  void end() noexcept {}
+  std::int64_t id() const noexcept { return 0; }
+
+ protected:
+  record_function() noexcept = default;
+};
+
+class arg {
+ public:
+  static constexpr std::size_t max_dims = 8;
+  static arg tensor(std::initializer_list<std::int64_t>, const char* = "float") noexcept { return {}; }
+  static arg tensor(std::span<const std::int64_t>, const char* = "float",
+                    std::span<const std::int64_t> = {}) noexcept { return {}; }
+  static arg scalar(std::int64_t) noexcept { return {}; }
+  static arg scalar(double) noexcept { return {}; }
+  static arg boolean(bool) noexcept { return {}; }
+  static arg int_list(std::initializer_list<std::int64_t>) noexcept { return {}; }
+  static arg none() noexcept { return {}; }
+};
+
+class record_op : public record_function {
+ public:
+  explicit record_op(static_name, std::initializer_list<arg> = {}, op_links = {}) noexcept {}
+  template <dynamic_name S>
+  explicit record_op(const S&, std::initializer_list<arg> = {}, op_links = {}) noexcept {}
+  template <dynamic_name S>
+  record_op(const S&, std::span<const arg>, op_links = {}) noexcept {}
+  record_op(static_name, std::span<const arg>, op_links = {}) noexcept {}
+};
+
+inline void set_thread_name(std::string_view) noexcept {}
+
+}  // inline namespace disabled
+
+/// The OS thread id of the calling thread (as written in "tid").
+std::int64_t current_thread_id() noexcept;
+
+#else  // KINETOSCOPE_DISABLE
+
 /**
  * A scoped `user_annotation` range, like `with torch.profiler.record_function(name):`.
  * Ranges nest; self time excludes nested ranges and ops. Free when no profile is recording.
@@ -148,11 +211,6 @@ class arg {
   double float_value = 0;
 };
 
-/// Extra links of an operator: autograd sequence number and forward thread (backward nodes).
-struct op_links {
-  std::int64_t sequence_nr = -1;    ///< -1: none
-  std::int64_t fwd_thread_id = 0;   ///< 0 for forward ops; >= 1 for backward nodes
-};
 
 /**
  * A scoped operator, written as a `cpu_op` event like PyTorch's aten ops. Inputs are kept only
@@ -199,10 +257,16 @@ std::int64_t current_thread_id() noexcept;
 /// Names the calling thread in traces (`thread <tid> (<name>)`), e.g. "dataloader".
 void set_thread_name(std::string_view name);
 
+#endif  // KINETOSCOPE_DISABLE
+
 }  // namespace kinetoscope
 
 #define KINETOSCOPE_CONCAT_IMPL(a, b) a##b
 #define KINETOSCOPE_CONCAT(a, b) KINETOSCOPE_CONCAT_IMPL(a, b)
+#if defined(KINETOSCOPE_DISABLE)
+#define KINETOSCOPE_RANGE(name) static_cast<void>(0)
+#else
 /// A scoped user range with a static (literal) name: the fastest form.
 #define KINETOSCOPE_RANGE(name) \
   ::kinetoscope::record_function KINETOSCOPE_CONCAT(kinetoscope_range_, __LINE__)(name)
+#endif

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kinetoscope/profiler.hpp"
 #include "kinetoscope/trace_data.hpp"
 
 namespace kinetoscope {
@@ -53,5 +54,14 @@ std::string chrome_trace_string(const trace_data& data, const chrome_trace_optio
  * compresses Kineto JSON about 15x. "traceName" is `path`.
  */
 void write_chrome_trace_file(const trace_data& data, const std::string& path, int gzip_level = 1);
+
+/**
+ * `prof.export_chrome_trace(path)` of torch.profiler: writes the profile's last window
+ * (`prof.last_trace()`) to `path` as write_chrome_trace_file() does (gzip when the path ends in
+ * ".gz", atomic). Throws std::logic_error when no window has completed, std::runtime_error
+ * with the path and reason when the file cannot be written. Found by argument-dependent
+ * lookup: `export_chrome_trace(prof, "trace.pt.trace.json")`.
+ */
+void export_chrome_trace(const profile& prof, const std::string& path);
 
 }  // namespace kinetoscope

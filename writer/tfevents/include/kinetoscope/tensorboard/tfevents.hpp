@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
-/// @file writer/tfevents.hpp
+/// @file tensorboard/tfevents.hpp
 /// TensorBoard event files ("tfevents"): a scalar writer and a reader
 /// (spec tensorboard-files §2-§3). Records are TFRecord-framed serialized `Event` protos.
 

@@ -2,7 +2,7 @@
 // TensorBoard event files: TFRecord framing, CRC-32C, Event encoding/decoding
 // (spec tensorboard-files §2-§3).
 
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

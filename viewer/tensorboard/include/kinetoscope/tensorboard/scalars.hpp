@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
-/// @file writer/tensorboard_scalars.hpp
+/// @file tensorboard/scalars.hpp
 /// Per-step scalars for TensorBoard's Scalars tab (spec tensorboard-files §3.4, §3.6): each
 /// recorded `ProfilerStep#N` of a window becomes one event record at step N whose values are
 /// the Overview numbers the viewer shows for that step.
@@ -33,7 +33,7 @@
 
 #include "kinetoscope/profiler.hpp"
 #include "kinetoscope/trace_data.hpp"
-#include "kinetoscope/writer/tfevents.hpp"
+#include "kinetoscope/tensorboard/tfevents.hpp"
 
 namespace kinetoscope {
 

@@ -3,7 +3,7 @@
 /// Per-step TensorBoard scalars (spec tensorboard-files §3.4, §3.6): the viewer's Overview
 /// breakdown of each ProfilerStep#N, peak memory, operator and kernel counts.
 
-#include "kinetoscope/writer/tensorboard_scalars.hpp"
+#include "kinetoscope/tensorboard/scalars.hpp"
 
 #include <algorithm>
 #include <charconv>
