@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file profile_export.cpp
 /// profile::export_chrome_trace, declared in core's profiler.hpp and defined here so that the
-/// core library does not depend on the writer (spec profiler-api §6.3).
+/// core library does not depend on the writer (docs/profiler-rules.md#export-chrome-trace).
 
 #include "kinetoscope/profiler.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
