@@ -35,7 +35,7 @@ inline std::vector<golden_case> golden_cases() {
   REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   const std::filesystem::path root(real);
   std::vector<std::filesystem::path> files;
-  REQUIRE_MESSAGE(std::filesystem::is_directory(root / "expected"), (root / "expected").string() + " missing");
+  REQUIRE_MESSAGE(std::filesystem::is_directory(root / "expected"), ((root / "expected").string() + " missing"));
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "expected")) {
     const std::string name = entry.path().filename().string();
     const std::string suffix = ".expected.json";

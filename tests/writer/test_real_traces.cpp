@@ -35,7 +35,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::vector<fs::path> trace_files() {
   std::vector<fs::path> out;
   const fs::path dir = traces_dir();
-  REQUIRE_MESSAGE(fs::is_directory(dir), dir.string() + " missing");
+  REQUIRE_MESSAGE(fs::is_directory(dir), (dir.string() + " missing"));
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_regular_file() && (ends_with(name, ".json") || ends_with(name, ".json.gz"))) {
