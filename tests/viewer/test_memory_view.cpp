@@ -713,9 +713,9 @@ TEST_CASE("memory_view: indexed ranges equal compute_memory on a recorded trace 
   const op_trees trees = build_op_tree(*r.model);
   check_ranges(*r.model, trees, probe_ranges(*r.model, trees, 20, 50, 3));
 
-  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
-  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
-  const std::string path = std::string(real) +
+  const char* real_dir = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real_dir != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  const std::string path = std::string(real_dir) +
                            "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
   load_result real = load_trace(path);
   REQUIRE_MESSAGE(real.ok(), path);
