@@ -3,8 +3,8 @@
 /// Writer throughput: a synthetic trace_data of about 1.5 M events (cpu ops with 2-3 inputs,
 /// ProfilerStep annotations, runtime calls with kernels, memory events, fwd/bwd links; interned
 /// names) written by write_chrome_trace to a discarding sink, to a file, and to a gzip file.
-/// Best of 3 runs each. Target (notes/performance-anchors.md §2): >= 700 MB/s to a discarding
-/// sink at -O2.
+/// Best of 3 runs each. Target (what hand-written JSON output reached on our 2-core dev machine):
+/// >= 700 MB/s to a discarding sink at -O2.
 ///
 /// Usage: bench_writer [events_in_millions=1.5]
 

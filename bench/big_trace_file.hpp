@@ -17,8 +17,8 @@
 /// Defined in gen_big_trace.cpp (compiled into the benchmark with KINETOSCOPE_GEN_NO_MAIN).
 std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
 
-#ifndef KINETOSCOPE_SHARED_DIR
-#define KINETOSCOPE_SHARED_DIR "tests/data/real"
+#ifndef KINETOSCOPE_REAL_TRACES_DIR
+#define KINETOSCOPE_REAL_TRACES_DIR "tests/data/real"
 #endif
 
 namespace bench {
@@ -38,11 +38,11 @@ inline big_trace_args parse_big_trace_args(int argc, char** argv) {
   return a;
 }
 
-/// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_SHARED, else
+/// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_REAL_TRACES, else
 /// the repository's tests/data/real).
 inline std::string big_trace_input() {
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  return std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  return std::string(real != nullptr ? real : KINETOSCOPE_REAL_TRACES_DIR) +
          "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
 }
 

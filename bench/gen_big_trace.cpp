@@ -9,7 +9,8 @@
 /// the small input is held as a DOM).
 ///
 /// Usage: gen_big_trace OUT.json SIZE_MB [--gzip] [--input TRACE.json[.gz]]
-/// (default input: $KINETOSCOPE_SHARED/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz)
+/// (default input:
+/// $KINETOSCOPE_REAL_TRACES/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz)
 
 #include <zlib.h>
 
@@ -29,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#ifndef KINETOSCOPE_SHARED_DIR
-#define KINETOSCOPE_SHARED_DIR "tests/data/real"
+#ifndef KINETOSCOPE_REAL_TRACES_DIR
+#define KINETOSCOPE_REAL_TRACES_DIR "tests/data/real"
 #endif
 
 namespace {
@@ -303,8 +304,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   bool gzip = false;
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  std::string input = std::string(shared != nullptr ? shared : KINETOSCOPE_SHARED_DIR) +
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  std::string input = std::string(real != nullptr ? real : KINETOSCOPE_REAL_TRACES_DIR) +
                       "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
   for (int i = 3; i < argc; ++i) {
     if (std::strcmp(argv[i], "--gzip") == 0) gzip = true;

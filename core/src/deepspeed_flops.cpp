@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file deepspeed_flops.cpp
-/// deepspeed_count(): the DeepSpeed flops profiler's counting rules (spec profiler-api §10.2)
-/// applied to aten-named operators and their recorded inputs. DeepSpeed patches the Python
-/// functions (F.linear, F.conv2d, torch.addmm, ...) and counts each call; the aten op of the
-/// same name is what our traces hold, with inputs in the aten schema's order. The module
-/// profile counts only the outermost counted op of a nest (aten::linear, not its addmm),
-/// because DeepSpeed's patched Python function does not see the C++ ops it calls.
+/// deepspeed_count(): the DeepSpeed flops profiler's counting rules
+/// (docs/profiler-rules.md#counting) applied to aten-named operators and their recorded inputs.
+/// DeepSpeed patches the Python functions (F.linear, F.conv2d, torch.addmm, ...) and counts each
+/// call; the aten op of the same name is what our traces hold, with inputs in the aten schema's
+/// order. The module profile counts only the outermost counted op of a nest (aten::linear, not its
+/// addmm), because DeepSpeed's patched Python function does not see the C++ ops it calls.
 
 #include <algorithm>
 #include <cstdint>

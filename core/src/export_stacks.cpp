@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// export_stacks (spec profiler-api §6.2): the folded stacks of the raw events.
+// export_stacks (docs/profiler-rules.md#export-stacks): the folded stacks of the raw events.
 #include <cerrno>
 #include <cstring>
 #include <fstream>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file flops.cpp
-/// compute_flops(): the FLOPs estimate of PyTorch's `with_flops` (spec profiler-api §7.1,
+/// compute_flops(): the FLOPs estimate of PyTorch's `with_flops` (docs/profiler-rules.md#flops,
 /// torch/csrc/profiler/util.cpp saveExtraArgs + computeFlops). Only the exact names aten::conv2d,
 /// aten::mm, aten::addmm, aten::bmm, aten::baddbmm, aten::mul and aten::add are counted; every
 /// malformed input set yields 0. Arithmetic is unsigned 64-bit, left to right, like PyTorch's.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file key_averages.cpp
 /// build_events() (PyTorch's _parse_kineto_results + EventList._build_tree), key_averages()
-/// (EventList.key_averages) and the small averages helpers (spec profiler-api §3.3, §4, §5).
+/// (EventList.key_averages) and the small averages helpers (docs/profiler-rules.md#hidden-names,
+/// #event-tree, #key-averages).
 
 #include <algorithm>
 #include <cstdint>
@@ -18,7 +19,8 @@
 namespace kinetoscope {
 namespace {
 
-/// Names PyTorch never shows in tables (§3.3); applied to every source (ops, runtime, GPU).
+/// Names PyTorch never shows in tables (profiler-rules.md#hidden-names); applied to every source
+/// (ops, runtime, GPU).
 bool filtered_name(std::string_view name) {
   return name == "[memory]" || name == "[OutOfMemory]" ||
          name == "profiler::_record_function_enter" ||
@@ -39,7 +41,7 @@ struct node {
   bool cpu_side = false;              ///< host event (device type CPU): tree, memory
   bool is_op = false;                 ///< from trace_data::events: may own kernels
   bool deleted = false;               ///< removed as a redundant duplicate
-  std::int64_t sequence_nr = -1;      ///< autograd links of ops (backward stack rule, §4.1)
+  std::int64_t sequence_nr = -1;      ///< autograd links of ops (backward stack rule, #event-tree)
   std::int64_t fwd_thread_id = 0;
   std::vector<std::int64_t> kernels;  ///< durations (ns) of the GPU work this op launched
 };
@@ -172,11 +174,11 @@ std::vector<std::string> stack_of(const trace_data& data, const cpu_event& e) {
   return stack;
 }
 
-/// EventList._set_backward_stacktraces (§4.1), run after duplicate removal: an event under a
-/// backward function (an op with a forward thread id, itself included) takes the stack of the
-/// first-seen forward event with the same sequence number, or an empty stack. PyTorch keys by
-/// (sequence number, forward thread); trace_data has no map from the small forward-thread ids
-/// to OS threads, so the key is the sequence number alone, as for the writer's fwdbwd flows.
+/// EventList._set_backward_stacktraces (profiler-rules.md#event-tree), run after duplicate removal:
+/// an event under a backward function (an op with a forward thread id, itself included) takes the
+/// stack of the first-seen forward event with the same sequence number, or an empty stack. PyTorch
+/// keys by (sequence number, forward thread); trace_data has no map from the small forward-thread
+/// ids to OS threads, so the key is the sequence number alone, as for the writer's fwdbwd flows.
 void set_backward_stacks(std::vector<node>& nodes) {
   const auto backward_parent = [&](std::size_t i) -> std::int64_t {
     for (auto k = static_cast<std::int64_t>(i); k >= 0; k = nodes[static_cast<std::size_t>(k)].ev.cpu_parent)
@@ -240,7 +242,7 @@ void append_part(std::string& key, std::string_view part) {
  * runtime/driver calls), then trace_data::gpu (kernels, memcpy, memset), then the stand-alone
  * "[memory]" events; the list is then stably sorted by (start ascending, end descending), so
  * device events are interleaved by their start time and ties keep the collection order.
- * Redundant duplicates (§4.2) are then removed without reordering.
+ * Redundant duplicates (profiler-rules.md#event-tree) are then removed without reordering.
  *
  * Device times of host events are computed from the attached kernels whenever GPU activities
  * exist (there are none unless the cuda activity was on), so no separate "use_device" gate.
@@ -367,8 +369,9 @@ event_list build_events(const trace_data& data) {
     for (std::int32_t& c : ev.cpu_children) c = new_index[static_cast<std::size_t>(c)];
   }
 
-  // Times and self memory (§4.3, §4.4). Children always come after their parent in the list,
-  // so a reverse walk sees every child's totals before its parent's.
+  // Times and self memory (profiler-rules.md#times, #memory-attribution). Children always come
+  // after their parent in the list, so a reverse walk sees every child's totals before its
+  // parent's.
   for (std::size_t i = events.size(); i-- > 0;) {
     function_event& ev = events[i];
     if (!cpu_side[i]) continue;  // device events were filled when created

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file module_profile.cpp
 /// build_module_profile() (module calls -> per-instance tree, ops -> MACs/flops by DeepSpeed's
-/// rules) and the DeepSpeed flops-profiler report (spec profiler-api §10.3).
+/// rules) and the DeepSpeed flops-profiler report (docs/profiler-rules.md#report).
 
 #include "kinetoscope/module_profile.hpp"
 

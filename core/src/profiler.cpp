@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// profile: lifecycle, the schedule's transition table (spec profiler-api §2.3), step markers,
-// on_trace_ready, and the last completed window.
+// profile: lifecycle, the schedule's transition table (docs/profiler-rules.md#schedule), step
+// markers, on_trace_ready, and the last completed window.
 #include "kinetoscope/profiler.hpp"
 
 #include <atomic>
@@ -140,7 +140,7 @@ struct profile::impl {
     }
   }
 
-  // The transition table of torch.profiler (spec profiler-api §2.3). `exit` = stop().
+  // The transition table of torch.profiler (profiler-rules.md#schedule). `exit` = stop().
   void transition(profile& self, profiler_action prev, profiler_action cur, bool exit) {
     using A = profiler_action;
     if (exit) {

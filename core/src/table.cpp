@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file table.cpp
 /// averages::table(): the text table of PyTorch's key_averages().table()
-/// (torch/autograd/profiler_util.py _build_table; spec profiler-api §6.1).
+/// (torch/autograd/profiler_util.py _build_table; docs/profiler-rules.md#table).
 ///
 /// Deliberate difference from PyTorch: when both "Source Location" and the FLOPs column are
 /// shown, PyTorch appends the headers as (..., Source Location, Total FLOPs) but the row values

@@ -77,7 +77,8 @@ tensor conv2d(const tensor& input, const tensor& weight, const tensor& bias, con
   const arg padding = arg::int_list({p.padding, p.padding});
   const arg dilation = arg::int_list({p.dilation, p.dilation});
   const arg groups = int_arg(p.groups);
-  // aten::conv2d is what torch.nn.Conv2d calls; its FLOPs are counted (spec §7.1).
+  // aten::conv2d is what torch.nn.Conv2d calls; its FLOPs are counted
+  // (docs/profiler-rules.md#flops).
   record_op conv2d_op("aten::conv2d", {arg_of(input), arg_of(weight), arg_of(bias), stride,
                                        padding, dilation, groups},
                       links);

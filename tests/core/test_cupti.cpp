@@ -196,7 +196,7 @@ TEST_CASE("cupti: names, filters and flows as Kineto writes them") {
   CHECK(enqueues_or_waits("cuLaunchKernelEx", true));
   CHECK_FALSE(enqueues_or_waits("cuMemMap", true));
 
-  // The real CUPTI 13 names behind the cbids of spec trace-format §6.5.
+  // The real CUPTI 13 names behind the cbids of docs/trace-format.md#cuda_runtime.
   const callback_name_fn names = cupti_names();
   CHECK(std::string(names(false, 211)) == "cudaLaunchKernel_v7000");
   CHECK(std::string(names(false, 131)) == "cudaStreamSynchronize_v3020");

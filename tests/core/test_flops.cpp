@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// compute_flops(): spec profiler-api §7.1 (numbers verified on PyTorch 1.13).
+// compute_flops(): docs/profiler-rules.md#flops (numbers verified on PyTorch 1.13).
 #include <doctest/doctest.h>
 
 #include <cstdint>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// build_events() and key_averages(): spec profiler-api §3.3, §4, §5.
+// build_events() and key_averages(): docs/profiler-rules.md#hidden-names, #event-tree,
+// #key-averages.
 #include <doctest/doctest.h>
 
 #include <cstdint>

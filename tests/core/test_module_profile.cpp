@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The DeepSpeed-style module profile: number formatting (spec profiler-api §10.3), counting
-// rules (§10.2) and the whole report for a hand-computed model (tests/module_fixture.hpp).
+// The DeepSpeed-style module profile: number formatting (docs/profiler-rules.md#report), counting
+// rules (profiler-rules.md#counting) and the whole report for a hand-computed model
+// (tests/module_fixture.hpp).
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -87,9 +88,9 @@ const std::string detailed_header =
 }  // namespace
 
 TEST_CASE("module profile: number formatting follows DeepSpeed's helpers") {
-  // The spec's examples. "6279.86 G" and "3139.93 GMACs" were printed by a DeepSpeed without a
-  // T prefix for flops and MACs; today's helpers pick T on their own and print them when G is
-  // asked for through the units argument.
+  // Examples of DeepSpeed output. "6279.86 G" and "3139.93 GMACs" were printed by a DeepSpeed
+  // without a T prefix for flops and MACs; today's helpers pick T on their own and print them when
+  // G is asked for through the units argument.
   CHECK(number_to_string(6279.86e9, "G") == "6279.86 G");
   CHECK(number_to_string(6279.86e9) == "6.28 T");
   CHECK(macs_to_string(3139.93e9, "G") == "3139.93 GMACs");

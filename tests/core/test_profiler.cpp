@@ -39,7 +39,7 @@ void run_loop(profile& prof, int iterations) {
 }
 }  // namespace
 
-TEST_CASE("profile: callback timing, step_num and ProfilerStep markers (spec §2.5 table)") {
+TEST_CASE("profile: callback timing, step_num and ProfilerStep markers (torch.profiler's step rules)") {
   SUBCASE("wait=1 warmup=1 active=2, 8 iterations: callbacks at step_num 4 and 8") {
     window_log log;
     profile prof({.schedule = schedule({.wait = 1, .warmup = 1, .active = 2}), .on_trace_ready = recorder(log)});

@@ -200,7 +200,7 @@ TEST_CASE("record_op: cpu_op category, inputs only with record_shapes, links kep
   }
 }
 
-TEST_CASE("record_op: with_flops computes the spec's FLOPs at collection") {
+TEST_CASE("record_op: with_flops computes PyTorch's FLOPs at collection") {
   profile prof({.with_flops = true});
   prof.start();
   {

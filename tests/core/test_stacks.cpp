@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // with_stack: capture, symbolization, the backward stack rule, group_by_stack_n, the Source
-// Location column and export_stacks (spec profiler-api §1.1, §4.1, §5, §6.1, §6.2).
+// Location column and export_stacks (docs/profiler-rules.md#options, #event-tree, #key-averages,
+// #table, #export-stacks).
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// averages::table(): spec profiler-api §6.1. Expected texts are fixed strings: the one of
-// "table: verified PyTorch 1.13 output" is copied from the spec; the others follow PyTorch's
-// _build_table format strings ("{: >W}" + two spaces per cell).
+// averages::table(): docs/profiler-rules.md#table. Expected texts are fixed strings: the one of
+// "table: verified PyTorch 1.13 output" is the table PyTorch 1.13 printed, copied verbatim; the
+// others follow PyTorch's _build_table format strings ("{: >W}" + two spaces per cell).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -106,7 +106,7 @@ averages small_cpu_rows() {
                row("async_io", 1, 0, 250).async()});
 }
 
-// ---- the verified PyTorch 1.13 table of spec §6.1 ----
+// ---- the verified PyTorch 1.13 table of profiler-rules.md#table ----
 
 constexpr std::int64_t base_ns = 1'700'000'000'000'000'000;
 
@@ -159,7 +159,7 @@ struct spec_trace {
   }
 };
 
-/// Events whose key_averages() reproduces the rows of the spec's verified output: 12 rows in
+/// Events whose key_averages() reproduces the rows of that verified PyTorch output: 12 rows in
 /// all, the 7 hidden ones (one with a 60-character name, so Name is 55 wide) sorted after
 /// aten::addmm by CPU total. Σ self CPU = Σ top-level totals = 5293 + 1027 + 1348 + 59 = 7727 us.
 trace_data spec_events() {
@@ -250,7 +250,7 @@ TEST_CASE("table: verified PyTorch 1.13 output") {
 }
 
 TEST_CASE("table: header and top_level_events_only") {
-  // Name width 23 with the memory columns: the '=' lines are 135 long, as in the spec's
+  // Name width 23 with the memory columns: the '=' lines are 135 long, as in PyTorch 1.13's
   // verified "MY HEADER" output.
   const averages avg = make({row("ProfilerStep*", 2, 120, 2000).cpu_mem(4096, 0).annotation(),
                              row("aten::empty_strided", 4, 80, 80).cpu_mem(4096, 4096).child(),

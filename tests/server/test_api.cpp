@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The logdir store and every JSON API route (viewer/server/http-api.md), in process: a store on
-// a temporary logdir holding copies of $KINETOSCOPE_SHARED/traces runs, a broken file and a
+// a temporary logdir holding copies of $KINETOSCOPE_REAL_TRACES/traces runs, a broken file and a
 // trace with memory events written by kinetoscope itself; answers are compared with the
 // golden numbers of torch-tb-profiler and with the analysis engine run directly on the files.
 #include <doctest/doctest.h>
@@ -45,12 +45,12 @@ namespace {
 
 constexpr auto load_timeout = std::chrono::seconds(300);
 
-fs::path shared_dir() {
-  const char* s = std::getenv("KINETOSCOPE_SHARED");
-  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_SHARED must point at the shared folder");
+fs::path real_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return fs::path(s);
 }
-fs::path traces_dir() { return shared_dir() / "traces"; }
+fs::path traces_dir() { return real_dir() / "traces"; }
 
 /// A fresh temporary directory, removed at scope exit.
 struct temp_dir {
@@ -286,7 +286,7 @@ TEST_CASE("api: /views, /workers, /spans as the plugin") {
 
 TEST_CASE("api: /overview of resnet50_v100 span 1 has torch-tb-profiler's golden numbers") {
   store& s = *shared_fixture().s;
-  std::ifstream in(shared_dir() / "expected" / "resnet50_v100" / "worker0.1623143089861.pt.trace.json.gz.expected.json");
+  std::ifstream in(real_dir() / "expected" / "resnet50_v100" / "worker0.1623143089861.pt.trace.json.gz.expected.json");
   REQUIRE(in.good());
   const json golden = json::parse(in)["overview"];
   const json ov = get_json(s, "overview", profile_query("resnet50_v100", "worker0", "1"));

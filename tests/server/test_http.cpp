@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The real `kinetoscope --logdir` binary (env KINETOSCOPE_BIN) on a temporary logdir built from
-// ../shared/traces, spoken to over raw POSIX sockets: static assets, caching, compression, the
-// API's headers, hostile requests, the path prefix, start-up errors and shutdown.
+// tests/data/real/traces, spoken to over raw POSIX sockets: static assets, caching, compression,
+// the API's headers, hostile requests, the path prefix, start-up errors and shutdown.
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
@@ -55,15 +55,15 @@ struct temp_dir {
   }
 };
 
-/// The logdir of these tests: two runs copied from ../shared/traces (3 trace files).
+/// The logdir of these tests: two runs copied from tests/data/real/traces (3 trace files).
 struct test_logdir {
   temp_dir dir;
   fs::path logdir = dir.path / "logs";
   std::uintmax_t bytes = 0;
   std::size_t files = 0;
   test_logdir() {
-    const fs::path traces = fs::path(env_or_empty("KINETOSCOPE_SHARED")) / "traces";
-    REQUIRE_MESSAGE(fs::is_directory(traces), "KINETOSCOPE_SHARED/traces missing");
+    const fs::path traces = fs::path(env_or_empty("KINETOSCOPE_REAL_TRACES")) / "traces";
+    REQUIRE_MESSAGE(fs::is_directory(traces), "KINETOSCOPE_REAL_TRACES/traces missing");
     fs::create_directories(logdir);
     for (const char* run : {"resnet50_v100", "cpu_only"})
       fs::copy(traces / run, logdir / run, fs::copy_options::recursive);

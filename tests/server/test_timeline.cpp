@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The windowed trace timeline (viewer/server/timeline.hpp) on the real traces of
-// $KINETOSCOPE_SHARED/traces and on hand-built models: layout invariants, window merging,
+// $KINETOSCOPE_REAL_TRACES/traces and on hand-built models: layout invariants, window merging,
 // flows, search, JSON shapes and hostile inputs.
 #include <doctest/doctest.h>
 
@@ -29,12 +29,12 @@ using kinetoscope::server::timeline;
 using nlohmann::json;
 
 std::string traces_dir() {
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  REQUIRE_MESSAGE(shared != nullptr, "KINETOSCOPE_SHARED is not set");
-  return std::string(shared) + "/traces";
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return std::string(real) + "/traces";
 }
 
-/// Every trace file of the shared logdir (relative paths, sorted).
+/// Every trace file of tests/data/real/traces (relative paths, sorted).
 std::vector<std::string> all_trace_files() {
   std::vector<std::string> files;
   for (const auto& entry : fs::recursive_directory_iterator(traces_dir())) {

@@ -2,8 +2,8 @@
 #pragma once
 /// @file op_tree_golden.hpp
 /// Helpers for the golden tests of the operator and kernel views: walks
-/// $KINETOSCOPE_SHARED/expected/<run>/<file>.expected.json, loads the matching trace and
-/// compares rows by key with the tolerance of expected/README.md.
+/// $KINETOSCOPE_REAL_TRACES/expected/<run>/<file>.expected.json, loads the matching trace and
+/// compares rows by key: durations within max(1, 0.1 %), percentages and ratios within 0.01.
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include <nlohmann/json.hpp>
 
 namespace kinetoscope::analysis::testing {
@@ -21,18 +23,19 @@ namespace kinetoscope::analysis::testing {
 struct golden_case {
   std::string run;
   std::string file;             ///< trace file name
-  std::filesystem::path trace;  ///< $KINETOSCOPE_SHARED/traces/<run>/<file>
+  std::filesystem::path trace;  ///< $KINETOSCOPE_REAL_TRACES/traces/<run>/<file>
   nlohmann::json expected;
 };
 
-/// Every expected file (sorted by path); empty when KINETOSCOPE_SHARED is not set.
+/// Every expected file (sorted by path). Fails the calling test when KINETOSCOPE_REAL_TRACES is
+/// not set or has no `expected` folder.
 inline std::vector<golden_case> golden_cases() {
   std::vector<golden_case> out;
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  if (shared == nullptr) return out;
-  const std::filesystem::path root(shared);
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  const std::filesystem::path root(real);
   std::vector<std::filesystem::path> files;
-  if (!std::filesystem::is_directory(root / "expected")) return out;
+  REQUIRE_MESSAGE(std::filesystem::is_directory(root / "expected"), ((root / "expected").string() + " missing"));
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "expected")) {
     const std::string name = entry.path().filename().string();
     const std::string suffix = ".expected.json";

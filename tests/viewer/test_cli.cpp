@@ -27,9 +27,9 @@ run_result run(const std::string& args) {
   return kinetoscope::test::run_command(std::string(bin) + " " + args);
 }
 
-std::string shared_dir() {
-  const char* s = std::getenv("KINETOSCOPE_SHARED");
-  REQUIRE(s != nullptr);
+std::string real_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return s;
 }
 
@@ -38,11 +38,11 @@ bool close_us(double a, double b) { return std::fabs(a - b) <= std::max(1.0, 0.0
 }  // namespace
 
 TEST_CASE("cli: --json on resnet50_v100 matches torch-tb-profiler's overview and tables") {
-  const std::string run_dir = shared_dir() + "/traces/resnet50_v100";
+  const std::string run_dir = real_dir() + "/traces/resnet50_v100";
   const run_result r = run("analyze " + run_dir + " --span 1 --json");
   REQUIRE_MESSAGE(r.status == 0, r.output);
   const json got = json::parse(r.output);
-  const json want = json::parse(std::ifstream(shared_dir() +
+  const json want = json::parse(std::ifstream(real_dir() +
       "/expected/resnet50_v100/worker0.1623143089861.pt.trace.json.gz.expected.json"));
   CHECK(got["worker"] == "worker0");
   CHECK(got["span"] == "1");
@@ -65,7 +65,7 @@ TEST_CASE("cli: --json on resnet50_v100 matches torch-tb-profiler's overview and
 }
 
 TEST_CASE("cli: tables, csv and views") {
-  const std::string file = shared_dir() + "/traces/two_ranks/rank0.pt.trace.json.gz";
+  const std::string file = real_dir() + "/traces/two_ranks/rank0.pt.trace.json.gz";
   const run_result tables = run("analyze " + file);
   REQUIRE_MESSAGE(tables.status == 0, tables.output);
   CHECK(tables.output.find("Step time breakdown (us)") != std::string::npos);
@@ -100,7 +100,7 @@ TEST_CASE("cli: errors are clear and exit non-zero") {
   CHECK(truncated.output.find(tmp.string()) != std::string::npos);
   fs::remove(tmp);
 
-  const run_result no_worker = run("analyze " + shared_dir() + "/traces/resnet50_v100 --worker nobody");
+  const run_result no_worker = run("analyze " + real_dir() + "/traces/resnet50_v100 --worker nobody");
   CHECK(no_worker.status == 1);
   CHECK(no_worker.output.find("worker0") != std::string::npos);  // lists what is available
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Diff view (spec viewer-analysis §12): alignment and per-node numbers on a hand-written pair
-// of traces, the shared diff_base/diff_test pair checked against per-op sums taken from the raw
+// Diff view (docs/plugin-rules.md#diff-view): alignment and per-node numbers on a hand-written pair
+// of traces, the real diff_base/diff_test pair checked against per-op sums taken from the raw
 // JSON, the plugin's observed structure for the ResNet sample's two spans, and self-diffs.
 #include <doctest/doctest.h>
 #include <zlib.h>
@@ -21,9 +21,10 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string shared_dir() {
-  const char* s = std::getenv("KINETOSCOPE_SHARED");
-  return s != nullptr ? s : "../shared";
+std::string real_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return s;
 }
 
 std::string gunzip_file(const std::string& path) {
@@ -228,7 +229,7 @@ TEST_CASE("diff: alignment on DataLoader / Module / Optimizer anchors") {
   check_agg(e[3], "aten::mul_", 1, 5, 0, 5, 0);
   check_agg(e[4], "aten::conv2d", 1, 100, 0, 100, 0);
 
-  // §12.3 table: baseline order, then experimental-only operators.
+  // plugin-rules.md#diff-view table: baseline order, then experimental-only operators.
   const auto table = diff_table(root);
   REQUIRE(table.size() == 6);
   CHECK(table[0].name == "aten::addmm");
@@ -248,7 +249,7 @@ TEST_CASE("diff: alignment on DataLoader / Module / Optimizer anchors") {
   CHECK(table[5].calls.experimental == 1);
   CHECK_FALSE(table[5].calls.delta_pct.has_value());  // the plugin printed "Infinity%"
 
-  // §12.3 bars: labels, totals and running sums.
+  // plugin-rules.md#diff-view bars: labels, totals and running sums.
   const auto bars = diff_bars(root);
   REQUIRE(bars.size() == 6);
   CHECK(bars[0].label == "#_SingleProcessDataLoaderIter.__next__");
@@ -276,8 +277,8 @@ TEST_CASE("diff: labels") {
 }
 
 TEST_CASE("diff: diff_base vs diff_test against per-op sums from the raw events") {
-  const std::string base_text = gunzip_file(shared_dir() + "/traces/diff_base/base.pt.trace.json.gz");
-  const std::string test_text = gunzip_file(shared_dir() + "/traces/diff_test/test.pt.trace.json.gz");
+  const std::string base_text = gunzip_file(real_dir() + "/traces/diff_base/base.pt.trace.json.gz");
+  const std::string test_text = gunzip_file(real_dir() + "/traces/diff_test/test.pt.trace.json.gz");
   const loaded base(base_text);
   const loaded test(test_text);
   const diff_node root = compute_diff(base.trees, test.trees);
@@ -380,7 +381,7 @@ TEST_CASE("diff: a trace diffed with itself has zero deltas everywhere") {
 }
 
 TEST_CASE("diff: ResNet-50 sample span 1 vs span 2 (the plugin's observed structure)") {
-  const std::string dir = shared_dir() + "/traces/resnet50_v100/";
+  const std::string dir = real_dir() + "/traces/resnet50_v100/";
   const loaded a(gunzip_file(dir + "worker0.1623143089861.pt.trace.json.gz"));
   const loaded b(gunzip_file(dir + "worker0.1623143566756.pt.trace.json.gz"));
   const diff_node root = compute_diff(a.trees, b.trees);

@@ -172,9 +172,10 @@ TEST_CASE("discovery: sniffing and odd logdirs") {
   CHECK(files[0].run == tmp.path.filename().string());
 }
 
-TEST_CASE("discovery: the shared traces folder") {
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  const std::string dir = std::string(shared != nullptr ? shared : "../shared") + "/traces";
+TEST_CASE("discovery: the real traces folder (tests/data/real/traces)") {
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  const std::string dir = std::string(real) + "/traces";
   const auto files = discover(dir);
   REQUIRE(files.size() == 12);
   CHECK(describe(files.front()) == "amd_mi250|mi250_minitoy_train|default|");

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Distributed view (spec viewer-analysis §11). Real traces (two_ranks, nccl_ddp) are checked
-// against torch-tb-profiler's observed numbers (spec §11.4) and against values re-derived here
-// from the raw JSON events; a hand-written two-worker trace covers kernel ranges, real-time
-// alignment, steps and the cases where the view does not exist.
+// Distributed view (docs/plugin-rules.md#distributed-view). Real traces (two_ranks, nccl_ddp) are
+// checked against the numbers torch-tb-profiler showed for them and against values re-derived
+// here from the raw JSON events; a hand-written two-worker trace covers
+// kernel ranges, real-time alignment, steps and the cases where the view does not exist.
 #include <doctest/doctest.h>
 #include <zlib.h>
 
@@ -24,9 +24,10 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string shared_dir() {
-  const char* s = std::getenv("KINETOSCOPE_SHARED");
-  return s != nullptr ? s : "../shared";
+std::string real_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return s;
 }
 
 std::string gunzip_file(const std::string& path) {
@@ -168,7 +169,8 @@ std::vector<raw_record> raw_records(const json& raw) {
   return out;
 }
 
-/// Kernel and communication role ranges (§4.1 priorities 1 and 4) from the JSON.
+/// Kernel and communication role ranges (plugin-rules.md#role-ranges priorities 1 and 4) from the
+/// JSON.
 void raw_roles(const json& raw, std::vector<range>& kernels, std::vector<range>& comm) {
   std::set<std::int64_t> comm_ids;
   const std::vector<json> ev = x_events_by_ts(raw);
@@ -261,7 +263,7 @@ void check_worker(const distributed_worker_result& w, const worker& in, const st
 }  // namespace
 
 TEST_CASE("distributed: two_ranks matches the plugin and the raw events") {
-  const std::string dir = shared_dir() + "/traces/two_ranks/";
+  const std::string dir = real_dir() + "/traces/two_ranks/";
   const worker w0("node_0", gunzip_file(dir + "rank0.pt.trace.json.gz"));
   const worker w1("node_1", gunzip_file(dir + "rank1.pt.trace.json.gz"));
   // Inputs in reverse order: the result is sorted by worker name.
@@ -272,7 +274,7 @@ TEST_CASE("distributed: two_ranks matches the plugin and the raw events") {
   CHECK(d.workers[1].worker == "node_1");
   CHECK(d.device_info.empty());  // no deviceProperties in these traces
 
-  // torch-tb-profiler's numbers for these two ranks (spec viewer-analysis §11.4).
+  // torch-tb-profiler's numbers for these two ranks (plugin-rules.md#distributed-view).
   const auto& o0 = d.workers[0].overlap;
   const auto& o1 = d.workers[1].overlap;
   REQUIRE(o0.size() == 2);
@@ -341,7 +343,7 @@ TEST_CASE("distributed: two_ranks matches the plugin and the raw events") {
 
 TEST_CASE("distributed: nccl_ddp alone (GPU-side annotations overwrite host records)") {
   const worker w("nccl_data",
-                 gunzip_file(shared_dir() + "/traces/nccl_ddp/nccl_data.pt.trace.json.gz"));
+                 gunzip_file(real_dir() + "/traces/nccl_ddp/nccl_data.pt.trace.json.gz"));
   const distributed_result d = compute_distributed({w.input()});
   REQUIRE_MESSAGE(d.available, d.reason);
   REQUIRE(d.workers.size() == 1);

@@ -68,7 +68,8 @@ TEST_CASE("intervals: clip and overlap length") {
 }
 
 TEST_CASE("intervals: the parts of a priority walk are disjoint and cover the whole") {
-  // Walk of spec §4.5 in miniature: the parts must add up to the covered length.
+  // Walk of docs/plugin-rules.md#step-time-breakdown in miniature: the parts must add up to the
+  // covered length.
   const interval_list whole = {{0, 100}};
   const interval_list r1 = merge_intervals({{10, 20}, {50, 60}});
   const interval_list r2 = merge_intervals({{15, 55}});

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Loader tests: every shared real trace against counts computed independently with nlohmann,
-// a trace from our own writer, and bad inputs (each must give a clear error or load with
+// Loader tests: every real trace (tests/data/real) against counts computed independently with
+// nlohmann, a trace from our own writer, and bad inputs (each must give a clear error or load with
 // counted warnings, never crash).
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -29,9 +29,10 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace kinetoscope::analysis;
 
-std::string shared_dir() {
-  const char* s = std::getenv("KINETOSCOPE_SHARED");
-  return s != nullptr ? s : "../shared";
+std::string real_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return s;
 }
 
 std::string read_bytes(const std::string& path) {
@@ -64,9 +65,9 @@ std::string gzip_bytes(const std::string& text) {
   return out;
 }
 
-std::vector<std::string> shared_traces() {
+std::vector<std::string> real_traces() {
   std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(shared_dir() + "/traces")) {
+  for (const auto& e : fs::recursive_directory_iterator(real_dir() + "/traces")) {
     const std::string p = e.path().string();
     if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) files.push_back(p);
   }
@@ -74,7 +75,8 @@ std::vector<std::string> shared_traces() {
   return files;
 }
 
-/// The spec's category table (viewer-analysis §2.2), written out again for the test.
+/// The plugin's category table (docs/plugin-rules.md#event-categories), written out again for the
+/// test.
 event_type expected_type(const json& ev, bool legacy) {
   if (!ev.contains("cat")) return legacy ? event_type::op : event_type::other;
   std::string c = ev["cat"].get<std::string>();
@@ -198,8 +200,8 @@ const event* find_event(const trace_model& m, std::string_view name) {
 
 }  // namespace
 
-TEST_CASE("loader: every shared trace loads with independently computed counts") {
-  const auto files = shared_traces();
+TEST_CASE("loader: every real trace loads with independently computed counts") {
+  const auto files = real_traces();
   REQUIRE(files.size() >= 12);
   for (const std::string& path : files) {
     CAPTURE(path);
@@ -239,7 +241,7 @@ TEST_CASE("loader: every shared trace loads with independently computed counts")
 }
 
 TEST_CASE("loader: resnet50_v100 (era A: string tids, stream N, lower-case external id)") {
-  const std::string path = shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
+  const std::string path = real_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
   load_result r = load_trace(path);
   REQUIRE(r.ok());
   const trace_model& m = *r.model;
@@ -288,7 +290,7 @@ TEST_CASE("loader: resnet50_v100 (era A: string tids, stream N, lower-case exter
 }
 
 TEST_CASE("loader: legacy bare array, two_ranks, amd_mi250, triton") {
-  const std::string t = shared_dir() + "/traces/";
+  const std::string t = real_dir() + "/traces/";
   load_result legacy = load_trace(t + "legacy_torch113_cpu/cpu0.1795343028113.pt.trace.json.gz");
   REQUIRE(legacy.ok());
   CHECK(legacy.model->legacy_array);
@@ -435,7 +437,7 @@ TEST_CASE("loader: a trace written by our own writer") {
 
 TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
   const std::string text =
-      gunzip_file(shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
+      gunzip_file(real_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
   SUBCASE("truncated JSON (half a real trace)") {
     const std::string half = text.substr(0, text.size() / 2);
     for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20, std::size_t{10000}}) {
@@ -485,7 +487,7 @@ TEST_CASE("loader: truncated, corrupt and empty inputs give clear errors") {
     load_result r = load_trace("/nonexistent/dir/x.pt.trace.json");
     REQUIRE_FALSE(r.ok());
     CHECK(r.error->reason.find("cannot open") != std::string::npos);
-    load_result d = load_trace(shared_dir());
+    load_result d = load_trace(real_dir());
     REQUIRE_FALSE(d.ok());
     CHECK(d.error->reason.find("directory") != std::string::npos);
   }
@@ -796,7 +798,7 @@ TEST_CASE("loader: bad events load with warnings counted") {
 TEST_CASE("loader: big files are parsed while they are read or inflated") {
   // >= 16 MB: the plain file is read, and the gzip inflated, on a thread (text_feed).
   const std::string text =
-      gunzip_file(shared_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
+      gunzip_file(real_dir() + "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz");
   REQUIRE(text.size() > (std::size_t{32} << 20));
   const trace_model ref = load_ok(text, {.window_bytes = 0});
   const fs::path dir = fs::temp_directory_path() / ("kinetoscope-loader-" + std::to_string(::getpid()));

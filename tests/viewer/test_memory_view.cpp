@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Memory view (spec viewer-analysis §9). There are no golden memory values from the plugin, so
-// these tests write traces with kinetoscope's own writer (hand-built trace_data), load them back
-// through the loader, build the op tree and check numbers derived by hand in the comments.
+// Memory view (docs/plugin-rules.md#memory-view). There are no golden memory values from the
+// plugin, so these tests write traces with kinetoscope's own writer (hand-built trace_data), load
+// them back through the loader, build the op tree and check numbers derived by hand in the
+// comments.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -712,8 +713,9 @@ TEST_CASE("memory_view: indexed ranges equal compute_memory on a recorded trace 
   const op_trees trees = build_op_tree(*r.model);
   check_ranges(*r.model, trees, probe_ranges(*r.model, trees, 20, 50, 3));
 
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  const std::string path = std::string(shared != nullptr ? shared : "../shared") +
+  const char* real_dir = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real_dir != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  const std::string path = std::string(real_dir) +
                            "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
   load_result real = load_trace(path);
   REQUIRE_MESSAGE(real.ok(), path);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Module view and Lightning view (spec viewer-analysis §10) on hand-written Kineto JSON traces
-// (python_function module events, fwdbwd flows, runtimes and kernels), loaded by the loader,
+// Module view and Lightning view (docs/plugin-rules.md#module-view) on hand-written Kineto JSON
+// traces (python_function module events, fwdbwd flows, runtimes and kernels), loaded by the loader,
 // and on a trace with module scopes written by kinetoscope's writer.
 #include <doctest/doctest.h>
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Tests of the Overview (spec viewer-analysis §4), the GPU counters (§4.8), the
-// recommendations (§5) and py_round (§13): hand-built traces with the spec's worked examples,
-// then every golden file of $KINETOSCOPE_SHARED/expected against torch-tb-profiler's numbers.
+// Tests of the Overview (docs/plugin-rules.md#overview), the GPU counters (#gpu-counters), the
+// recommendations (plugin-rules.md#recommendations) and py_round (#number-formatting): hand-built
+// traces with worked examples from the plugin's own tests, then every golden file of
+// $KINETOSCOPE_REAL_TRACES/expected against torch-tb-profiler's numbers.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -140,7 +141,7 @@ TEST_CASE("overview: py_round is Python 3 round on binary doubles") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.3 step extension
+// Step extension (plugin-rules.md#step-extension)
 
 TEST_CASE("overview: extend_steps reproduces the plugin's worked example") {
   // Host steps [100,300) and [350,500); kernel [150,240) launched before profiling; step 1
@@ -210,7 +211,7 @@ TEST_CASE("overview: step extension end to end through the operator tree") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.4 tail steps
+// Tail steps (plugin-rules.md#tail-steps)
 
 TEST_CASE("overview: steps_to_keep drops incomplete tail steps") {
   CHECK(steps_to_keep({}) == 0);
@@ -254,7 +255,7 @@ TEST_CASE("overview: a tail step with too few kernels is removed and noted") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.5 breakdown
+// Breakdown (plugin-rules.md#step-time-breakdown)
 
 TEST_CASE("overview: the plugin's breakdown check value") {
   // One step [50,450), DataLoader [100,280), op [200,260) inside it, a backward op [340,410),
@@ -355,7 +356,7 @@ TEST_CASE("overview: communication ops and their kernels; all_collectives option
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.7 GPU summary
+// GPU summary (plugin-rules.md#gpu-summary)
 
 TEST_CASE("overview: GPU summary metrics over the steps range") {
   model_builder b;
@@ -413,9 +414,9 @@ TEST_CASE("overview: GPU summary metrics over the steps range") {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.8 counters
+// GPU counters (plugin-rules.md#gpu-counters)
 
-TEST_CASE("overview: GPU utilization counters, the spec's synthetic example") {
+TEST_CASE("overview: GPU utilization counters, a synthetic example") {
   model_builder b;
   b.add(event_type::trace, "PyTorch Profiler (0)", 900, 2200);
   b.kernel("k", 1320, 100, 0, 0, 0, 0.5);
@@ -466,7 +467,7 @@ TEST_CASE("overview: counters use the global extent without a profiler span; non
 }
 
 // ---------------------------------------------------------------------------------------------
-// §5 recommendations
+// Recommendations (plugin-rules.md#recommendations)
 
 namespace {
 overview_result overview_with(double total, double dataloader, double communication) {
@@ -717,9 +718,9 @@ void check_row(const nlohmann::json& expected, const step_row& actual, bool only
 }  // namespace
 
 TEST_CASE("overview: golden Overview, GPU summary and recommendations of torch-tb-profiler") {
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  REQUIRE_MESSAGE(shared != nullptr, "KINETOSCOPE_SHARED is not set");
-  const std::filesystem::path root(shared);
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  const std::filesystem::path root(real);
   REQUIRE(std::filesystem::is_directory(root / "expected"));
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root / "expected")) {
@@ -784,7 +785,8 @@ TEST_CASE("overview: golden Overview, GPU summary and recommendations of torch-t
       }
     }
 
-    // The spec's observed numbers for the sample's span 1 (§4.6, §4.7).
+    // The numbers torch-tb-profiler showed for the sample's span 1
+    // (plugin-rules.md#overview-payload, #gpu-summary).
     if (trace_name == "worker0.1623143089861.pt.trace.json.gz") {
       const std::vector<performance_item> perf = performance_breakdown(ov);
       const std::vector<std::tuple<std::string, double, double>> want = {

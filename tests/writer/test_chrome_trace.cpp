@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // write_chrome_trace: the era-E Kineto JSON written for a hand-built trace_data modelled on the
-// spec §12 example, read back with nlohmann and checked field by field.
+// example of docs/trace-format.md#writer-checklist, read back with nlohmann and checked field by
+// field.
 
 #include <doctest/doctest.h>
 
@@ -549,7 +550,7 @@ TEST_CASE("chrome_trace: span, Iteration Start and Record Window End close the e
   CHECK(seen_meta);
 }
 
-TEST_CASE("chrome_trace: consumer hard requirements (tb-plugin §11.1, HTA §11.4)") {
+TEST_CASE("chrome_trace: consumer hard requirements (tb-plugin, HTA; trace-format.md#consumer-requirements)") {
   const written w = write(example_trace());
   int x_events = 0;
   for (const auto& e : w.events()) {

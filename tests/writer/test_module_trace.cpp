@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Module scopes in the written trace: python_function "nn.Module: <type>_<k>" slices with the
-// args torch-tb-profiler's Module view reads (spec trace-format §6.4), read back with nlohmann.
+// args torch-tb-profiler's Module view reads (docs/trace-format.md#python_function), read back with
+// nlohmann.
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>

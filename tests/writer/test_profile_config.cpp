@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Profile options from JSON and KINETOSCOPE_* variables (profiler-api §9): parsing, strict
-// errors, precedence of the environment over the file, and a profile run configured this way
-// that writes its windows where the configuration says.
+// Profile options from JSON and KINETOSCOPE_* variables
+// (docs/profiler-rules.md#accelerate-options): parsing, strict errors, precedence of the
+// environment over the file, and a profile run configured this way that writes its windows where
+// the configuration says.
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The real PyTorch traces under $KINETOSCOPE_SHARED/traces decompress and parse, and our own
+// The real PyTorch traces under $KINETOSCOPE_REAL_TRACES/traces decompress and parse, and our own
 // output passes the same structural checks that consumers apply to them.
 
 #include <doctest/doctest.h>
@@ -22,8 +22,9 @@ using nlohmann::json;
 namespace {
 
 fs::path traces_dir() {
-  const char* shared = std::getenv("KINETOSCOPE_SHARED");
-  return fs::path(shared != nullptr ? shared : "../shared") / "traces";
+  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return fs::path(real) / "traces";
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -34,7 +35,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 std::vector<fs::path> trace_files() {
   std::vector<fs::path> out;
   const fs::path dir = traces_dir();
-  if (!fs::is_directory(dir)) return out;
+  REQUIRE_MESSAGE(fs::is_directory(dir), (dir.string() + " missing"));
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
     const std::string name = entry.path().filename().string();
     if (entry.is_regular_file() && (ends_with(name, ".json") || ends_with(name, ".json.gz"))) {
@@ -50,7 +51,8 @@ std::string load(const fs::path& p) {
   return ends_with(p.filename().string(), ".gz") ? writer_test::gunzip(raw) : raw;
 }
 
-/// The checks HTA (§11.4) and the TensorBoard plugin (§11.1) rely on, for one X event.
+/// The checks HTA (docs/trace-format.md#consumer-requirements) and the TensorBoard plugin
+/// (#consumer-requirements) rely on, for one X event.
 void check_x_event(const json& e) {
   CAPTURE(e.dump());
   CHECK(e.contains("name"));
@@ -72,7 +74,7 @@ TEST_CASE("real traces: every file decompresses and parses") {
     runs.insert(p.parent_path().filename().string());
     const json doc = json::parse(load(p));
     if (p.parent_path().filename() == "legacy_torch113_cpu") {
-      // The autograd profiler without Kineto writes a bare array (spec §9.1).
+      // The autograd profiler without Kineto writes a bare array (trace-format.md#legacy-array).
       REQUIRE(doc.is_array());
       CHECK(doc.size() > 0);
       CHECK(doc[0]["pid"] == "CPU functions");

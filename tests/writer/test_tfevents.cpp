@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// TensorBoard event files (tensorboard-files.md §2-§3): CRC-32C, the §3.5 byte vectors, file
-// names, writer -> reader round trips, tensor-form scalars, corruption and truncation, and a
-// cross-check with `protoc --decode`.
+// TensorBoard event files (docs/tensorboard-files.md): CRC-32C, the worked byte vectors
+// (#worked-records), file names, writer -> reader round trips,
+// tensor-form scalars, corruption and truncation, and a cross-check with `protoc --decode`.
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -48,7 +48,7 @@ void write_bytes(const fs::path& p, const std::string& data) {
   REQUIRE(out.good());
 }
 
-// Spec §3.5, Event 1 and Event 2.
+// The two worked records of docs/tensorboard-files.md#worked-records.
 const std::string event1_payload =
     bytes({0x09, 0x00, 0x00, 0x10, 0x48, 0xc6, 0x3b, 0xda, 0x41, 0x1a, 0x0d, 0x62,
            0x72, 0x61, 0x69, 0x6e, 0x2e, 0x45, 0x76, 0x65, 0x6e, 0x74, 0x3a, 0x32});
@@ -97,7 +97,7 @@ TEST_CASE("tfevents: CRC-32C check value and masking") {
   CHECK(kinetoscope::masked_crc32c("123456789", 9) == ((crc >> 15) | (crc << 17)) + 0xA282EAD8U);
 }
 
-TEST_CASE("tfevents: spec 3.5 byte vectors") {
+TEST_CASE("tfevents: worked byte vectors") {
   const std::string p1 = kinetoscope::encode_file_version_event(1760500000.25);
   CHECK(hex(p1) == hex(event1_payload));
   CHECK(hex(kinetoscope::tfrecord_frame(p1)) == hex(event1_record));
@@ -107,7 +107,7 @@ TEST_CASE("tfevents: spec 3.5 byte vectors") {
   CHECK(hex(p2) == hex(event2_payload));
   CHECK(hex(kinetoscope::tfrecord_frame(p2)) == hex(event2_record));
 
-  // And the reader decodes the spec bytes.
+  // And the reader decodes the worked bytes.
   temp_dir dir;
   const fs::path f = dir.path() / "events.out.tfevents.1760500000.h.1.0";
   write_bytes(f, event1_record + event2_record);
@@ -415,7 +415,7 @@ TEST_CASE("tfevents: empty file, garbage, missing file") {
                   std::runtime_error);
 }
 
-TEST_CASE("tfevents: protoc --decode agrees with the spec") {
+TEST_CASE("tfevents: protoc --decode agrees with the worked records") {
   const char* proto = std::getenv("KINETOSCOPE_PROTO");
   const char* protoc_env = std::getenv("KINETOSCOPE_PROTOC");
   if (proto == nullptr) {

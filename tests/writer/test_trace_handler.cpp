@@ -28,7 +28,7 @@ using writer_test::temp_dir;
 
 namespace {
 
-// The TensorBoard plugin's file-name pattern (tensorboard-files.md §1.3).
+// The TensorBoard plugin's file-name pattern (docs/tensorboard-files.md#trace-file-names).
 const std::regex tb_pattern(R"(^(.*?)(\.\d+)?\.pt\.trace\.json(?:\.gz)?$)");
 
 std::vector<fs::path> files_in(const fs::path& dir) {

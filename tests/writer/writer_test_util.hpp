@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file writer_test_util.hpp
-/// Shared helpers of the writer tests: the spec §12 example as trace_data, gzip inflation,
-/// file reading and a self-removing temporary directory.
+/// Shared helpers of the writer tests: the example of docs/trace-format.md#writer-checklist as
+/// trace_data, gzip inflation, file reading and a self-removing temporary directory.
 
 #include <stdlib.h>
 #include <zlib.h>
@@ -41,8 +41,8 @@ inline kinetoscope::op_input scalar(std::string concrete) {
 }
 
 /**
- * The spec §12 example (one step of y = linear(x) on GPU 0, backward on thread 4250) plus a
- * few additions that exercise more rules:
+ * The example of docs/trace-format.md#writer-checklist (one step of y = linear(x) on GPU 0,
+ * backward on thread 4250) plus a few additions that exercise more rules:
  *  - a non-flow runtime call without GPU work and without External id (cudaStreamIsCapturing);
  *  - a driver launch (cuLaunchKernel) of a kernel literally named "kernel" on GPU 1 stream 3,
  *    inside my_block;

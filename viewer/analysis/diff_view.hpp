@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file diff_view.hpp
-/// The Diff view of torch-tb-profiler 0.4.3 (spec viewer-analysis §12): two operator trees
+/// The Diff view of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#diff-view): two operator trees
 /// (a baseline and an experimental run) aligned on their DataLoader / Module / Backward /
 /// Optimizer / ProfilerStep nodes, per diff node durations and operator aggregates, and the
-/// derived chart and table the UI showed (§12.3).
+/// derived chart and table the UI showed (plugin-rules.md#diff-view).
 ///
 ///     baseline tree ─┐                        ┌─ diff_node "0" (top-level sequences)
-///                    ├─ align (§12.1) ───────►├── "0-0" CompositeNodes | CompositeNodes
+///                    ├─ align         ───────►├── "0-0" CompositeNodes | CompositeNodes
 ///     experimental ──┘                        ├── "0-1" enumerate(DataLoader)#… | same
 ///                                             └── …           (recursing into matched nodes)
+///     (alignment: docs/plugin-rules.md#diff-view)
 ///
 /// **Example**:
 /// @code
@@ -31,11 +32,12 @@ namespace kinetoscope::analysis {
 /// Which tree of each side is compared (quirk Q9).
 struct diff_options {
   /// false (default, Q9 fixed): the main thread's tree (op_trees::main_thread; the first tree
-  /// when there is none). true: "the first tree" (§3.7), as the plugin did.
+  /// when there is none). true: "the first tree" (plugin-rules.md#main-tree), as the plugin did.
   bool use_first_tree = false;
 };
 
-/// Operator aggregate by name (§6.1) over the operators inside one side. Unrounded µs.
+/// Operator aggregate by name (plugin-rules.md#operator-view) over the operators inside one side.
+/// Unrounded µs.
 struct diff_op_stats {
   std::string name;
   std::int64_t calls = 0;
@@ -45,15 +47,15 @@ struct diff_op_stats {
   double self_device_duration = 0;  ///< Σ device self
 };
 
-/// One side of a diff node (§12.2).
+/// One side of a diff node (plugin-rules.md#diff-view).
 struct diff_side {
   /// The node's name, "CompositeNodes" for a list of ≥ 2 nodes, "Blank" for an empty one.
   std::string name;
   double duration = 0;              ///< host duration (end − start), Σ for composites, 0 for Blank
   double device_duration = 0;       ///< device total (Σ)
   double total_duration = 0;        ///< Σ per node (device total if non-zero else host duration)
-  /// Operators (§3.8) inside the side's subtrees aggregated by name, in first-seen post-order
-  /// (children before their parent).
+  /// Operators (plugin-rules.md#operators) inside the side's subtrees aggregated by name, in
+  /// first-seen post-order (children before their parent).
   std::vector<diff_op_stats> aggs;
   std::vector<std::uint32_t> nodes; ///< the side's op_trees node indices (1 = single node)
   bool blank() const noexcept { return nodes.empty(); }
@@ -68,15 +70,16 @@ struct diff_node {
   std::vector<diff_node> children;
 };
 
-/// Aligns the trees of two trace files (§12.1) and fills every diff node (§12.2).
+/// Aligns the trees of two trace files (plugin-rules.md#diff-view) and fills every diff node
+/// (#diff-view).
 diff_node compute_diff(const op_trees& baseline, const op_trees& experimental, const diff_options& options = {});
 
 /// The node at `path` ("0", "0-3", "0-3-1"), or nullptr (the plugin's 404).
 const diff_node* find_diff_node(const diff_node& root, std::string_view path);
 
-/// One bar of the UI's charts for a child of the selected node (§12.3).
+/// One bar of the UI's charts for a child of the selected node (plugin-rules.md#diff-view).
 struct diff_bar {
-  std::string label;                ///< display label (prefix rules of §12.3)
+  std::string label;                ///< display label (prefix rules of plugin-rules.md#diff-view)
   std::string path;                 ///< the child's path (clicking drills down)
   double baseline = 0;              ///< baseline total_duration
   double experimental = 0;          ///< experimental total_duration
@@ -101,7 +104,7 @@ struct diff_metric {
   /// when baseline is 0 (the plugin printed "Infinity%" or "N/A", quirk Q15: show "new").
   std::optional<double> delta_pct;
 };
-/// One row of the operator table of the selected node (§12.3).
+/// One row of the operator table of the selected node (plugin-rules.md#diff-view).
 struct diff_table_row {
   std::string name;
   diff_metric calls;

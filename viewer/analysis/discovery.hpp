@@ -2,9 +2,10 @@
 #pragma once
 /// @file discovery.hpp
 /// Finds the trace files under a logdir and names their runs, workers and spans exactly as
-/// torch-tb-profiler did (spec viewer-analysis §1.1-§1.2, tensorboard-files §1), plus files with
-/// other names whose content is a trace (e.g. Accelerate's `profile_0.json`, HTA-style
-/// `rank0.json.gz`). Call discover() again to see new runs and files (the server polls).
+/// torch-tb-profiler did (docs/plugin-rules.md#discovery,
+/// docs/tensorboard-files.md#trace-file-names), plus files with other names whose content is a
+/// trace (e.g. Accelerate's `profile_0.json`, HTA-style `rank0.json.gz`). Call discover() again to
+/// see new runs and files (the server polls).
 ///
 /// **Example**:
 /// @code

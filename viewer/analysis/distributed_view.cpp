@@ -411,8 +411,8 @@ distributed_result compute_distributed(const std::vector<distributed_worker_inpu
     overlap_bars(roles, w->steps, r);
     out.push_back(std::move(r));
   }
-  // §11.3 real ranges: per record index and range index, the shortest range over workers,
-  // aligned to each worker's range end.
+  // docs/plugin-rules.md#distributed-view real ranges: per record index and range index, the
+  // shortest range over workers, aligned to each worker's range end.
   const std::size_t n_records = out.front().records.size();
   for (std::size_t i = 0; i < n_records; ++i) {
     const std::size_t n_ranges = out.front().records[i].ranges.size();

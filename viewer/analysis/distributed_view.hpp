@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file distributed_view.hpp
-/// The Distributed view of torch-tb-profiler 0.4.3 (spec viewer-analysis §11): communication
-/// records per worker, the cross-worker "real" data-transfer time, and the four panels (Device
-/// Information, Computation/Communication Overview, Synchronizing/Communication Overview,
-/// Communication Operations Stats) for the workers of one span.
+/// The Distributed view of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#distributed-view):
+/// communication records per worker, the cross-worker "real" data-transfer time, and the four
+/// panels (Device Information, Computation/Communication Overview, Synchronizing/Communication
+/// Overview, Communication Operations Stats) for the workers of one span.
 ///
-///     per worker: trace_model ─► comm records (§11.1) ─► step assignment (kept overview steps)
-///                      └──────► role ranges (§4.1) ─────► overlap bars per step
-///     all workers: records matched by index ─► real ranges (§11.3) ─► wait bars, op stats
+///     per worker: trace_model ─► comm records         ─► step assignment (kept overview steps)
+///                      └──────► role ranges        ─────► overlap bars per step
+///     all workers: records matched by index ─► real ranges         ─► wait bars, op stats
+///     (docs/plugin-rules.md#distributed-view; role ranges: #role-ranges)
 ///
 /// **Example**:
 /// @code
@@ -32,7 +33,7 @@
 
 namespace kinetoscope::analysis {
 
-/// Quirk switches (spec §14). Defaults reproduce the plugin.
+/// Quirk switches (plugin-rules.md#quirks). Defaults reproduce the plugin.
 struct distributed_options {
   /// Q5: false = only the 5 NCCL + 5 Gloo collective names of the plugin are communication
   /// ops; true = every `nccl:*` / `gloo:*` host op.
@@ -45,7 +46,8 @@ struct distributed_options {
   static distributed_options improved() { return {true, false}; }
 };
 
-/// One kept step of a worker's Overview (after §4.3 extension and §4.4 tail dropping).
+/// One kept step of a worker's Overview (after plugin-rules.md#step-extension extension and
+/// #tail-steps tail dropping).
 struct distributed_step {
   std::string name;
   double start = 0;
@@ -62,7 +64,7 @@ struct distributed_worker_input {
   std::vector<distributed_step> steps; ///< distributed_steps(compute_overview(...))
 };
 
-/// One communication op instance (§11.1).
+/// One communication op instance (plugin-rules.md#distributed-view).
 struct comm_record {
   std::string name;                    ///< "nccl:all_reduce", …
   std::int64_t external_id = 0;
@@ -71,7 +73,7 @@ struct comm_record {
   /// [op interval] + the intervals of the kernels with the same external id, sorted by
   /// (start, −end) (quirk Q6: the op interval is the first "kernel range").
   std::vector<interval> ranges;
-  std::vector<interval> real_ranges;   ///< §11.3, one per range (same order)
+  std::vector<interval> real_ranges;   ///< #distributed-view, one per range (same order)
   std::optional<std::string> step;     ///< name of the kept step containing [start, end]; nullopt = none
   std::int64_t bytes = 0;              ///< Σ over inputs Π shape · bytes(type)
 };
@@ -137,8 +139,8 @@ struct distributed_node {
 
 /// The Distributed view of one span.
 struct distributed_result {
-  /// Whether the view exists (§11.2). When false, `reason` says why and the panels are empty
-  /// (device information is still filled).
+  /// Whether the view exists (plugin-rules.md#distributed-view). When false, `reason` says why and
+  /// the panels are empty (device information is still filled).
   bool available = false;
   std::string reason;
   std::vector<distributed_worker_result> workers;  ///< sorted by worker name
@@ -151,14 +153,14 @@ struct distributed_result {
 distributed_result compute_distributed(const std::vector<distributed_worker_input>& workers,
                                        const distributed_options& options = {});
 
-/// Communication records of one worker before the cross-worker steps (§11.1): sorted, with
-/// steps assigned and bytes counted, real_ranges empty. Empty when both NCCL and Gloo ops
-/// occur (the plugin discards them).
+/// Communication records of one worker before the cross-worker steps
+/// (plugin-rules.md#distributed-view): sorted, with steps assigned and bytes counted, real_ranges
+/// empty. Empty when both NCCL and Gloo ops occur (the plugin discards them).
 std::vector<comm_record> communication_records(const trace_model& model, const std::vector<distributed_step>& steps,
                                                const distributed_options& options = {});
 
-/// Bytes per element the plugin knows (§11.4): "long int" 8, "float" 4, "int" 4, "c10::Half" 2,
-/// "c10::BFloat16" 2, "unsigned char" 1, anything else 0.
+/// Bytes per element the plugin knows (plugin-rules.md#distributed-view): "long int" 8, "float" 4,
+/// "int" 4, "c10::Half" 2, "c10::BFloat16" 2, "unsigned char" 1, anything else 0.
 std::int64_t comm_type_bytes(std::string_view type) noexcept;
 
 /// `^(.*)_(\d+)` on a worker name: ("host", "1") for "host_1"; nullopt when it does not match.

@@ -3,7 +3,7 @@
 /// @file intervals.hpp
 /// Interval algebra on half-open ranges of doubles (µs), as torch-tb-profiler's `merge_ranges`,
 /// `intersection_ranges_lists`, `subtract_ranges_lists` and `get_ranges_sum` did it
-/// (spec viewer-analysis, notation table and §4.1/§4.5).
+/// (`profiler/range_utils.py`; used by docs/plugin-rules.md#role-ranges, #step-time-breakdown).
 ///
 /// A *normalised* interval list is sorted by start, every interval is non-empty
 /// (`start < end`), and consecutive intervals are strictly separated (`next.start > prev.end`):

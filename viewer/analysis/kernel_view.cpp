@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Kernel view (spec viewer-analysis §7).
+// Kernel view (docs/plugin-rules.md#kernel-view).
 
 #include "analysis/kernel_view.hpp"
 

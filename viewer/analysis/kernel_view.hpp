@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file kernel_view.hpp
-/// The Kernel view of torch-tb-profiler 0.4.3 (spec viewer-analysis §7): kernels grouped by
-/// name over all kernel events (§7.1), and grouped by properties + launching operator over the
-/// kernels in the tree (§7.2). The global tensor-core ratio (§7.1) is tc_kernel_ratio() in
-/// op_tree.hpp; the eligible-op kernel ratio is eligible_op_kernel_ratio() there.
+/// The Kernel view of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#kernel-view): kernels grouped
+/// by name over all kernel events (plugin-rules.md#kernel-view), and grouped by properties +
+/// launching operator over the kernels in the tree (plugin-rules.md#kernel-view). The global
+/// tensor-core ratio (#kernel-view) is tc_kernel_ratio() in op_tree.hpp; the eligible-op kernel
+/// ratio is eligible_op_kernel_ratio() there.
 
 #include <cstdint>
 #include <string>
@@ -14,18 +15,20 @@
 
 namespace kinetoscope::analysis {
 
-/// Which optional metric columns the plugin shows (§7.1): a kernel with args "device" and
-/// "blocks per SM" > 0 exists / a kernel with args "device" and occupancy ≥ 0 exists.
+/// Which optional metric columns the plugin shows (plugin-rules.md#kernel-view): a kernel with args
+/// "device" and "blocks per SM" > 0 exists / a kernel with args "device" and occupancy ≥ 0 exists.
 struct kernel_metric_columns {
   bool blocks_per_sm = false;
   bool occupancy = false;
 };
 kernel_metric_columns kernel_view_metric_columns(const trace_model& model);
 
-/// Whether the plugin shows the Kernel view: some kernel is not a communication kernel (§7).
+/// Whether the plugin shows the Kernel view: some kernel is not a communication kernel
+/// (plugin-rules.md#kernel-view).
 bool kernel_view_present(const trace_model& model, const op_trees& trees);
 
-/// §7.1 row (golden keys of `kernels.by_name[]`). Durations round()ed as the plugin shows them.
+/// plugin-rules.md#kernel-view row (golden keys of `kernels.by_name[]`). Durations round()ed as the
+/// plugin shows them.
 struct kernel_row {
   std::string name;
   bool tensor_cores_used = false;
@@ -39,7 +42,7 @@ struct kernel_row {
   double total_raw_us = 0;    ///< unrounded Σ dur (pie value, sort key)
 };
 
-/// §7.2 row (golden keys of `kernels.by_name_and_operator[]`).
+/// plugin-rules.md#kernel-view row (golden keys of `kernels.by_name_and_operator[]`).
 struct kernel_op_row {
   std::string name;
   std::string operator_name;         ///< launching op, "CallTreeRoot" for root runtimes, "N/A" if none
@@ -58,12 +61,12 @@ struct kernel_op_row {
   double occupancy_pct = 0;          ///< same with occupancy
 };
 
-/// §7.1 over ALL kernel events, sorted by unrounded total descending (stable, ties in
-/// first-seen order; the plugin's pandas order for ties is unspecified).
+/// plugin-rules.md#kernel-view over ALL kernel events, sorted by unrounded total descending
+/// (stable, ties in first-seen order; the plugin's pandas order for ties is unspecified).
 std::vector<kernel_row> kernels_by_name(const trace_model& model, const op_trees& trees);
 
-/// §7.2 over the kernels of every tree's runtimes (root zero-id and stale runtimes included),
-/// sorted by raw total descending (stable).
+/// plugin-rules.md#kernel-view over the kernels of every tree's runtimes (root zero-id and stale
+/// runtimes included), sorted by raw total descending (stable).
 std::vector<kernel_op_row> kernels_by_name_and_operator(const trace_model& model, const op_trees& trees);
 
 }  // namespace kinetoscope::analysis

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file loader.hpp
-/// Loads one `.pt.trace.json[.gz]` file (any era, spec trace-format §1, or the legacy bare array
-/// of §9.1) into a trace_model (model.hpp), following viewer-analysis §1.3 and §2.
+/// Loads one `.pt.trace.json[.gz]` file (any era, docs/trace-format.md#generations, or the legacy
+/// bare array of docs/plugin-rules.md#memory-view) into a trace_model (model.hpp), following
+/// #discovery, #event-categories.
 ///
 /// * gzip is detected by its magic bytes (1f 8b), not by the file name; concatenated members
 ///   are accepted.

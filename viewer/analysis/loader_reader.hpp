@@ -29,7 +29,7 @@ using simdjson::error_code;
 using simdjson::SUCCESS;
 
 // ------------------------------------------------------------------------------------------
-// Categories (viewer-analysis §2.2, case-insensitive) and warnings.
+// Categories (docs/plugin-rules.md#event-categories, case-insensitive) and warnings.
 
 struct cat_info {
   event_type type = event_type::other;
@@ -94,7 +94,7 @@ struct cat_entry {
   std::uint64_t count = 0;
 };
 
-/// Top-level keys other than traceEvents (trace-format §2.1).
+/// Top-level keys other than traceEvents (docs/trace-format.md#file-structure).
 struct top_meta {
   std::vector<device_info> devices;
   std::optional<distributed_meta> distributed;

@@ -2,8 +2,8 @@
 #pragma once
 /// @file loader_text.hpp
 /// Internal to the loader (loader.cpp, discovery.cpp): a growable padded text buffer, file
-/// reading, gzip inflation and the text repairs of viewer-analysis §1.3 (invalid UTF-8, raw
-/// control characters, bare N/A), plus JSON string helpers. Not part of the analysis API.
+/// reading, gzip inflation and the text repairs of docs/plugin-rules.md#discovery (invalid UTF-8,
+/// raw control characters, bare N/A), plus JSON string helpers. Not part of the analysis API.
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -15,7 +15,7 @@ namespace kinetoscope::analysis {
 
 namespace {
 
-/// One [memory] record of a known device (§9.1).
+/// One [memory] record of a known device (docs/plugin-rules.md#memory-view).
 struct record {
   double ts = 0;
   std::int64_t tid = 0;
@@ -25,7 +25,7 @@ struct record {
   std::int64_t bytes = 0;
   double total_allocated = 0;
   double total_reserved = 0;
-  // Set by the attribution walk (§9.2) and copied to frees afterwards.
+  // Set by the attribution walk (plugin-rules.md#memory-view) and copied to frees afterwards.
   std::string_view op_name;
   std::string_view parent_op_name;
 
@@ -51,7 +51,8 @@ void sat_add(std::int64_t& a, std::int64_t b) noexcept {
   if (__builtin_add_overflow(a, b, &a)) a = b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
-/// Python's `op_name_or_unknown` plus the `aten::empty` context rule of §9.4.
+/// Python's `op_name_or_unknown` plus the `aten::empty` context rule of
+/// plugin-rules.md#memory-view.
 std::string operator_text(const record& r) {
   std::string name = r.op_name.empty() ? std::string("<unknown>") : std::string(r.op_name);
   if (name.rfind("aten::empty", 0) == 0 && !r.parent_op_name.empty()) {
@@ -93,9 +94,9 @@ std::vector<record> collect_records(const trace_model& model, std::vector<std::s
   return out;
 }
 
-/// §9.2: the plugin's cursor walk over one thread's tree. Every node entered is marked
-/// processed (the root too); a record lands on the node the walk stops in, and only operator
-/// nodes keep it.
+/// plugin-rules.md#memory-view: the plugin's cursor walk over one thread's tree. Every node entered
+/// is marked processed (the root too); a record lands on the node the walk stops in, and only
+/// operator nodes keep it.
 void attribute_thread(const op_trees& trees, std::uint32_t root, std::vector<record>& records,
                       const std::vector<std::size_t>& indices, std::vector<std::vector<std::size_t>>& node_records,
                       std::vector<char>& processed, memory_counts& counts) {
@@ -250,8 +251,8 @@ struct stats_walk {
 };
 
 /// The range-independent first steps shared by compute_memory() and build_memory_index():
-/// records (§9.1), the attribution walk (§9.2), and each free copying the op of the open
-/// allocation at its address.
+/// records (plugin-rules.md#memory-view), the attribution walk (#memory-view), and each free
+/// copying the op of the open allocation at its address.
 struct prepared {
   std::vector<std::string> device_names;
   std::vector<record> records;
@@ -264,7 +265,7 @@ prepared prepare(const trace_model& model, const op_trees& trees) {
   prepared p;
   p.records = collect_records(model, p.device_names, p.counts);
   std::vector<record>& records = p.records;
-  // §9.2 attribution, thread by thread.
+  // plugin-rules.md#memory-view attribution, thread by thread.
   p.node_records.resize(trees.nodes.size());
   p.processed.assign(trees.nodes.size(), 0);
   {
@@ -296,7 +297,8 @@ prepared prepare(const trace_model& model, const op_trees& trees) {
   return p;
 }
 
-/// §9.3 curve and peaks (whole trace); `device_of(index)` gives the device to fill.
+/// plugin-rules.md#memory-view curve and peaks (whole trace); `device_of(index)` gives the device
+/// to fill.
 template <class DeviceOf>
 void build_curves(const std::vector<record>& records, double first_ts, DeviceOf&& device_of) {
   for (const record& r : records) {
@@ -407,7 +409,7 @@ memory_result compute_memory(const trace_model& model, const op_trees& trees,
 
   build_curves(records, result.first_ts, device_of);
 
-  // §9.4 events table.
+  // plugin-rules.md#memory-view events table.
   {
     address_slots alloc;
     address_slots unpaired;
@@ -449,7 +451,7 @@ memory_result compute_memory(const trace_model& model, const op_trees& trees,
     });
   }
 
-  // §9.5 statistics.
+  // plugin-rules.md#memory-view statistics.
   if (device_count > 0) {
     stats_walk walk{trees, records, node_records, processed, device_count, lo, hi, {}, {}};
     walk.by_name.resize(device_count);
@@ -490,7 +492,8 @@ namespace {
 constexpr std::uint32_t npos32 = std::numeric_limits<std::uint32_t>::max();
 
 /// One tree node the statistics walk can visit, in the walk's pre-order. Sub-trees are
-/// contiguous: [own index, skip) (a node reached twice through the §3.6 quirk appears twice).
+/// contiguous: [own index, skip) (a node reached twice through the
+/// plugin-rules.md#backward-regrouping quirk appears twice).
 struct walk_entry {
   double start = 0;
   double end = 0;
@@ -515,7 +518,7 @@ struct memory_index::data {
   std::vector<std::uint32_t> device_order;  ///< device indices sorted by name
   std::vector<memory_device> base;          ///< per device index: name, curve, peaks, capacity
 
-  // The records with an address (the events table's), in time order (§9.1).
+  // The records with an address (the events table's), in time order (plugin-rules.md#memory-view).
   std::vector<double> ts;
   std::vector<std::uint32_t> device;
   std::vector<std::int64_t> bytes;
@@ -526,7 +529,7 @@ struct memory_index::data {
   std::vector<std::uint32_t> text;  ///< operator_text() id
   std::vector<std::string> texts;
 
-  // The statistics walk (§9.5).
+  // The statistics walk (plugin-rules.md#memory-view).
   std::vector<std::string> names;  ///< operator names, sorted (the statistics table's order)
   std::vector<walk_entry> entries;  ///< + a sentinel at the end (rec_begin only)
   std::vector<double> node_rec_ts;
@@ -706,8 +709,8 @@ namespace {
 
 using device_metrics = std::vector<metrics>;  // per device
 
-/// §9.5 for [lo, hi] from the flattened walk: stats_walk::visit() without recursion, maps or
-/// strings. Fills `stats[d]` (per device index) in name order.
+/// plugin-rules.md#memory-view for [lo, hi] from the flattened walk: stats_walk::visit() without
+/// recursion, maps or strings. Fills `stats[d]` (per device index) in name order.
 void range_stats(const memory_index::data& x, double lo, double hi, std::vector<std::vector<memory_stat_row>>& stats) {
   const std::size_t dc = x.device_count();
   const std::size_t nc = x.names.size();
@@ -796,12 +799,12 @@ void range_stats(const memory_index::data& x, double lo, double hi, std::vector<
   }
 }
 
-/// §9.4 for the records with an address [b, e) (those in range): compute_memory()'s replay,
-/// decided from the same-address neighbours. Within the slice, a free pairs with the previous record at its
-/// address when that is an allocation in the slice; an allocation whose next record at its
-/// address is an allocation in the slice is replaced (its row slot goes to that one); the last
-/// allocation of a run is unfreed when nothing follows it in the slice. `events` null: only
-/// `has_events` (per device) is filled.
+/// plugin-rules.md#memory-view for the records with an address [b, e) (those in range):
+/// compute_memory()'s replay, decided from the same-address neighbours. Within the slice, a free
+/// pairs with the previous record at its address when that is an allocation in the slice; an
+/// allocation whose next record at its address is an allocation in the slice is replaced (its row
+/// slot goes to that one); the last allocation of a run is unfreed when nothing follows it in the
+/// slice. `events` null: only `has_events` (per device) is filled.
 void range_events(const memory_index::data& x, std::uint32_t b, std::uint32_t e,
                   std::vector<std::vector<memory_event_row>>* events, std::vector<char>& has_events,
                   memory_counts& counts) {

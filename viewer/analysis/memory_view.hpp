@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file memory_view.hpp
-/// The Memory view of torch-tb-profiler 0.4.3 (spec viewer-analysis §9): `[memory]` records,
-/// their attribution to operators, the per-device memory curve and peaks, the allocation/free
-/// events table and the per-operator statistics table, both filterable by a time range.
+/// The Memory view of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#memory-view): `[memory]`
+/// records, their attribution to operators, the per-device memory curve and peaks, the
+/// allocation/free events table and the per-operator statistics table, both filterable by a time
+/// range.
 ///
-///     trace_model ─► records (§9.1) ─► attribution walk over op_trees (§9.2) ─┬─► statistics (§9.5)
+///     trace_model ─► records        ─► attribution walk over op_trees        ─┬─► statistics
 ///                         │                                                   └─► free ← alloc op name
-///                         ├─► curve + peaks (§9.3)                                 │
-///                         └─► events table (§9.4) ◄──────────────────────────────────┘
+///                         ├─► curve + peaks                                        │
+///                         └─► events table        ◄──────────────────────────────────┘
+///     (all in docs/plugin-rules.md#memory-view)
 ///
 /// Units: times are µs (curve and table times relative to `memory_result::first_ts`, range
 /// bounds absolute like event `ts`), sizes are bytes. The HTTP layer converts to the requested
@@ -40,7 +42,8 @@
 
 namespace kinetoscope::analysis {
 
-/// One row of the statistics table (§9.5) for one device. Sizes in bytes (frees negative).
+/// One row of the statistics table (plugin-rules.md#memory-view) for one device. Sizes in bytes
+/// (frees negative).
 struct memory_stat_row {
   std::string name;                          ///< operator name
   std::int64_t calls = 0;                    ///< visited operator nodes with this name (all devices)
@@ -52,7 +55,8 @@ struct memory_stat_row {
   std::int64_t self_allocation_size_bytes = 0;
 };
 
-/// One row of the memory events table (§9.4). Times in µs relative to memory_result::first_ts.
+/// One row of the memory events table (plugin-rules.md#memory-view). Times in µs relative to
+/// memory_result::first_ts.
 struct memory_event_row {
   /// `<op>`, `<parent> (<op>)` when the op starts with `aten::empty` and has a parent, or
   /// `<unknown>` (the plugin's "Operator" column).
@@ -92,7 +96,7 @@ struct memory_counts {
   std::uint64_t records = 0;                 ///< [memory] records of known devices
   std::uint64_t records_without_addr = 0;    ///< pre-1.10 records (statistics only)
   std::uint64_t unknown_device_records = 0;  ///< Device Type other than 0/1: skipped everywhere (Q18)
-  std::uint64_t attributed_records = 0;      ///< records that landed on an operator (§9.2)
+  std::uint64_t attributed_records = 0;      ///< records that landed on an operator (#memory-view)
   /// Allocations at an address that still had an open allocation in the events table: the
   /// earlier one is silently replaced (quirk Q16 replicated, counted here).
   std::uint64_t replaced_allocations = 0;
@@ -102,7 +106,7 @@ struct memory_counts {
 /// The Memory view of one trace file.
 struct memory_result {
   bool present = false;            ///< the trace has any [memory] event (the view exists)
-  double first_ts = 0;             ///< profiler_start_ts (§2.1), absolute µs
+  double first_ts = 0;             ///< profiler_start_ts (#event-categories), absolute µs
   /// Devices sorted by name as strings ("CPU" < "GPU0" < "GPU10" < "GPU2"): every device with a
   /// curve point, a statistics row or an events row.
   std::vector<memory_device> devices;
@@ -184,20 +188,20 @@ memory_index build_memory_index(const trace_model& model, const op_trees& trees)
 memory_result compute_memory_range(const memory_index& index, const trace_model& model, const op_trees& trees,
                                    std::pair<double, double> range, memory_parts parts = {});
 
-/// profiler_start_ts (§2.1): minimum ts over the events the plugin used (every duration event
-/// of a recognised category and every [memory] instant; not cuda_driver nor unknown
-/// categories; python_function/module events are ignored in Lightning traces). 0 if none.
+/// profiler_start_ts (plugin-rules.md#event-categories): minimum ts over the events the plugin used
+/// (every duration event of a recognised category and every [memory] instant; not cuda_driver nor
+/// unknown categories; python_function/module events are ignored in Lightning traces). 0 if none.
 double profiler_start_ts(const trace_model& model);
 
-/// The plugin's down-sampling (§9.3): Largest-Triangle-Three-Buckets on (time, allocated) to
-/// exactly `n_out` points when the curve has more (first and last kept; inner points split into
-/// n_out − 2 consecutive bins, the first `size % bins` one point larger; per bin the point
-/// with the largest triangle against the previously chosen point and the next bin's mean, the
-/// first such point on ties). Shorter curves are returned unchanged.
+/// The plugin's down-sampling (plugin-rules.md#memory-view): Largest-Triangle-Three-Buckets on
+/// (time, allocated) to exactly `n_out` points when the curve has more (first and last kept; inner
+/// points split into n_out − 2 consecutive bins, the first `size % bins` one point larger; per bin
+/// the point with the largest triangle against the previously chosen point and the next bin's mean,
+/// the first such point on ties). Shorter curves are returned unchanged.
 std::vector<std::array<double, 3>> downsample_memory_curve(const std::vector<std::array<double, 3>>& curve,
                                                            std::size_t n_out = 10240);
 
-/// Units accepted by the memory endpoints (§9.3).
+/// Units accepted by the memory endpoints (plugin-rules.md#memory-view).
 enum class memory_time_unit : std::uint8_t { us, ms, s };
 enum class memory_size_unit : std::uint8_t { b, kb, mb, gb };
 /// "us"/"micro"/"microsecond", "ms"/"milli"/"millisecond", "s"/"second"/"" → unit; nullopt otherwise.
@@ -212,7 +216,7 @@ double memory_factor(memory_size_unit unit) noexcept;
 std::string_view unit_name(memory_time_unit unit) noexcept;
 std::string_view unit_name(memory_size_unit unit) noexcept;
 
-/// The plugin's DisplayRounder for memory tables (§13): 0 stays 0; |v| ≥ 0.01 → round(v, 2);
+/// The plugin's DisplayRounder for memory tables (plugin-rules.md#number-formatting): 0 stays 0; |v| ≥ 0.01 → round(v, 2);
 /// else round to the first significant digit (0.0009765625 → 0.001). Python rounding.
 double memory_display_round(double v);
 

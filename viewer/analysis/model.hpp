@@ -3,9 +3,9 @@
 /// @file model.hpp
 /// The viewer's in-memory form of one trace file: a compact event table with interned strings
 /// and per-type side tables, built by the loader (loader.hpp) from any generation of
-/// `.pt.trace.json` (spec viewer-analysis §2, trace-format §1). Times stay in µs as doubles,
-/// exactly as the file has them, because torch-tb-profiler computed in Python floats and our
-/// numbers must equal its numbers.
+/// `.pt.trace.json` (docs/plugin-rules.md#event-categories, docs/trace-format.md#generations).
+/// Times stay in µs as doubles, exactly as the file has them, because torch-tb-profiler computed in
+/// Python floats and our numbers must equal its numbers.
 
 #include <cstdint>
 #include <limits>
@@ -17,7 +17,8 @@
 
 namespace kinetoscope::analysis {
 
-/// Event types after normalisation (spec viewer-analysis §2.2; cat matched case-insensitively).
+/// Event types after normalisation (plugin-rules.md#event-categories; cat matched
+/// case-insensitively).
 enum class event_type : std::uint8_t {
   trace,            ///< cat "Trace" (the "PyTorch Profiler (0)" span)
   op,               ///< cat "cpu_op" / "Operator"
@@ -161,9 +162,10 @@ struct trace_model {
   bool legacy_array = false;                  ///< the file was a bare JSON array (PyTorch without Kineto)
   std::int64_t schema_version = 0;
   std::int64_t base_time_ns = 0;              ///< "baseTimeNanoseconds" (era D+); 0 = absent
-  /// The plugin's Record Window End fix (viewer-analysis §1.3) fired: the file's "Record Window
-  /// End" instant lies > 86 400 000 µs after "Iteration Start:". (Instants are not in `events`,
-  /// so nothing else changes; the trace view should drop that instant when it serves the file.)
+  /// The plugin's Record Window End fix (plugin-rules.md#discovery) fired: the file's "Record
+  /// Window End" instant lies > 86 400 000 µs after "Iteration Start:". (Instants are not in
+  /// `events`, so nothing else changes; the trace view should drop that instant when it serves the
+  /// file.)
   bool record_window_end_dropped = false;
   load_diagnostics diagnostics;
 

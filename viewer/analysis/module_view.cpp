@@ -57,7 +57,7 @@ using py_id = std::optional<std::int64_t>;
 
 py_id as_py_id(std::int64_t v) { return v < 0 ? std::nullopt : py_id(v); }
 
-/// §10.2: the nn.Module hierarchy from python_function / module events.
+/// docs/plugin-rules.md#module-view: the nn.Module hierarchy from python_function / module events.
 std::vector<hier_module> python_hierarchy(const trace_model& model) {
   struct py_event {
     std::int64_t python_id;
@@ -131,7 +131,8 @@ std::vector<hier_module> python_hierarchy(const trace_model& model) {
   return roots;
 }
 
-/// §10.2, Lightning: a dotted name `a.b.c` is a child of `a.b` when that name exists.
+/// plugin-rules.md#module-view, Lightning: a dotted name `a.b.c` is a child of `a.b` when that name
+/// exists.
 std::vector<hier_module> lightning_hierarchy(const op_trees& trees) {
   std::vector<std::string> names;
   std::unordered_map<std::string, std::size_t> index;
@@ -173,8 +174,9 @@ struct module_stats {
 
 using stats_key = std::pair<std::string, std::int64_t>;
 
-/// §10.3: sums over the module (or PL module) nodes reachable through step, module, plain
-/// operator, optimizer, PL-module and data-loader nodes, thread by thread in tree order.
+/// plugin-rules.md#module-view: sums over the module (or PL module) nodes reachable through step,
+/// module, plain operator, optimizer, PL-module and data-loader nodes, thread by thread in tree
+/// order.
 std::map<stats_key, module_stats> aggregate_modules(const op_trees& trees, node_kind wanted) {
   std::map<stats_key, module_stats> out;
   const auto walk = [&](const auto& self, std::uint32_t i) -> void {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Operator tree (spec viewer-analysis §3), written from the spec's rules; the order of every
-// floating-point sum follows the plugin's so that the numbers are bit-identical.
+// Operator tree (docs/plugin-rules.md#operator-tree), written from those rules; the order of
+// every floating-point sum follows the plugin's so that the numbers are bit-identical.
 
 #include "analysis/op_tree.hpp"
 

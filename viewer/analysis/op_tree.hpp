@@ -2,9 +2,9 @@
 #pragma once
 /// @file op_tree.hpp
 /// The operator tree of one trace file, built exactly as torch-tb-profiler 0.4.3 built it
-/// (spec viewer-analysis §3): host nodes per thread nested by time, CUDA runtimes attached to
-/// the host node with the same external id, device nodes (kernel/memcpy/memset) attached to
-/// their runtime by correlation id, per-node host/device/tensor-core totals, backward
+/// (docs/plugin-rules.md#operator-tree): host nodes per thread nested by time, CUDA runtimes
+/// attached to the host node with the same external id, device nodes (kernel/memcpy/memset)
+/// attached to their runtime by correlation id, per-node host/device/tensor-core totals, backward
 /// regrouping under nn.Modules, the "main" and "first" tree, and the list of "operators".
 ///
 /// Storage is flat: nodes, runtimes and device nodes live in vectors of `op_trees` and refer
@@ -27,9 +27,9 @@
 namespace kinetoscope::analysis {
 
 // ---------------------------------------------------------------------------------------------
-// Name rules (spec §2.3, §7.3)
+// Name rules (plugin-rules.md#event-categories, #tensor-cores)
 
-/// Kind of a host node (the plugin's node classes, spec §3.1).
+/// Kind of a host node (the plugin's node classes, plugin-rules.md#operator-tree).
 enum class node_kind : std::uint8_t {
   root,           ///< synthetic `CallTreeRoot` of a thread (type python, interval spans its children)
   op,             ///< plain OperatorNode (cpu_op, python, or a recognised user annotation that is no step/loader/optimizer)
@@ -39,7 +39,7 @@ enum class node_kind : std::uint8_t {
   module,         ///< python_function with a "Python module id" (nn.Module forward)
   pl_module,      ///< Lightning `[pl][module]` op (prefix removed from the name)
   pl_profile,     ///< Lightning `[pl][profile]` op (only in op_trees::lightning_threads)
-  backward,       ///< synthetic `<module>.backward` node made by the backward regrouping (§3.6)
+  backward,       ///< synthetic `<module>.backward` node made by the backward regrouping (#backward-regrouping)
 };
 
 /// The node kind the plugin gives to a host event of type `type` named `name`, or nullopt when
@@ -49,22 +49,25 @@ std::optional<node_kind> classify_host_event(event_type type, std::string_view n
 
 /// `ProfilerStep#…` (any type).
 bool is_profiler_step_name(std::string_view name);
-/// DataLoader range name (§2.3): `enumerate(DataLoader)#…​.__next__` or `enumerate(DataPipe)#…`.
+/// DataLoader range name (plugin-rules.md#event-categories): `enumerate(DataLoader)#…​.__next__` or
+/// `enumerate(DataPipe)#…`.
 bool is_data_loader_name(std::string_view name);
-/// Exactly one of the 5 NCCL + 5 Gloo collectives the plugin recognises (§2.3, quirk Q5 compat form).
+/// Exactly one of the 5 NCCL + 5 Gloo collectives the plugin recognises
+/// (plugin-rules.md#event-categories, quirk Q5 compat form).
 bool is_plugin_comm_name(std::string_view name);
 /// Prefix of a backward root: `autograd::engine::evaluate_function:`.
 inline constexpr std::string_view backward_root_prefix = "autograd::engine::evaluate_function:";
 
-/// Kernel uses tensor cores: the name **contains** one of the plugin's patterns (§7.3).
+/// Kernel uses tensor cores: the name **contains** one of the plugin's patterns
+/// (plugin-rules.md#tensor-cores).
 bool is_tc_kernel(std::string_view kernel_name);
-/// Operator is on the plugin's tensor-core allow-list (exact name, §7.3).
+/// Operator is on the plugin's tensor-core allow-list (exact name, plugin-rules.md#tensor-cores).
 bool is_tc_eligible_op(std::string_view op_name);
 
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
-/// A kernel, memcpy or memset event (spec §3.1 "device node").
+/// A kernel, memcpy or memset event (plugin-rules.md#operator-tree "device node").
 struct device_node {
   std::uint32_t event = no_index;   ///< index into trace_model::events
   event_type type = event_type::kernel;  ///< kernel, memcpy or memset
@@ -76,12 +79,14 @@ struct device_node {
   /// runtime with its correlation id exists and it was not kept. A runtime does not imply a tree:
   /// see `owner`.
   std::uint32_t runtime = no_index;
-  /// The host node that processed the runtime (§3.3): the attributed operator, a step/module/...
-  /// node, or the thread root (zero-id runtimes, stale kernels). no_index = in no tree.
+  /// The host node that processed the runtime (plugin-rules.md#operator-tree): the attributed
+  /// operator, a step/module/... node, or the thread root (zero-id runtimes, stale kernels).
+  /// no_index = in no tree.
   std::uint32_t owner = no_index;
   std::string_view op_name;         ///< owner's name at attribution time ("CallTreeRoot" for the root); empty if none
   /// owner's tc_eligible when its runtimes were processed, i.e. before the owner's own
-  /// inheritance (§3.3 ⚠): the allow-list value for plain operators.
+  /// inheritance (plugin-rules.md#operator-tree; a plugin quirk): the allow-list value for plain
+  /// operators.
   bool op_tc_eligible = false;
 };
 
@@ -94,9 +99,9 @@ struct runtime_node {
   std::int64_t external_id = 0;
   std::int64_t correlation = 0;
   std::vector<std::uint32_t> devices;  ///< device nodes it launched (indices into op_trees::devices), in ts order
-  double device_duration = 0;       ///< Σ (end − start) of its device nodes (§3.3)
+  double device_duration = 0;       ///< Σ (end − start) of its device nodes (#operator-tree)
   double tc_duration = 0;           ///< Σ over its tensor-core kernels
-  bool stale_dummy = false;         ///< the dummy runtime of stale kernels (§3.1 step 3)
+  bool stale_dummy = false;         ///< the dummy runtime of stale kernels (#operator-tree step 3)
   /// Attached by the time-containment fallback (op_tree_options::time_containment_fallback),
   /// not by the plugin's id match.
   bool by_fallback = false;
@@ -117,32 +122,32 @@ struct op_node {
   std::int64_t tid = 0;
   std::int64_t external_id = 0;      ///< 0 for module/root/backward nodes
   /// Enclosing node; no_index for roots and dropped nodes. (A backward group reached twice by
-  /// the §3.6 quirk has several parents: this is the last one.)
+  /// the plugin-rules.md#backward-regrouping quirk has several parents: this is the last one.)
   std::uint32_t parent = no_index;
   /// Indices into op_trees::nodes, sorted by (start, −end); backward nodes are inserted in
-  /// place by §3.6 step 7 (not re-sorted, as the plugin).
+  /// place by plugin-rules.md#backward-regrouping step 7 (not re-sorted, as the plugin).
   std::vector<std::uint32_t> children;
   std::vector<std::uint32_t> runtimes;  ///< attached runtimes (indices into op_trees::runtimes), sorted by (start, −end)
 
-  // Statistics (§3.4); durations in µs, Python-float arithmetic in the plugin's order.
-  // Root: host_total/host_self describe its final span [first child start, last child end]
-  // (the plugin's own root values were meaningless). Backward nodes without children keep the
-  // module's interval (host_total = its length) and zero statistics.
+  // Statistics (plugin-rules.md#operator-tree); durations in µs, Python-float arithmetic in the
+  // plugin's order. Root: host_total/host_self describe its final span [first child start, last
+  // child end] (the plugin's own root values were meaningless). Backward nodes without children
+  // keep the module's interval (host_total = its length) and zero statistics.
   double host_total = 0;
   double host_self = 0;
   double device_total = 0;
   double device_self = 0;            ///< modules: + device total of direct "operator" children
   double tc_total = 0;
   double tc_self = 0;
-  bool tc_eligible = false;          ///< after inheritance (§3.4)
+  bool tc_eligible = false;          ///< after inheritance (plugin-rules.md#operator-tree)
   bool tc_eligible_allow_list = false;  ///< is_tc_eligible_op(name) (the value device nodes see)
   std::int64_t module_id = -1;       ///< module nodes: "Python module id"
   std::string_view module_type;      ///< pl_module: text before ": "
 };
 
-/// The plugin's `type` string of a node as `/tree` shows it (§10.4): "Python" (root and python
-/// events), "ProfilerStep", "Operator", "user_annotation", "Module", "backward", "pl_profile",
-/// "pl_module".
+/// The plugin's `type` string of a node as `/tree` shows it (plugin-rules.md#main-tree): "Python"
+/// (root and python events), "ProfilerStep", "Operator", "user_annotation", "Module", "backward",
+/// "pl_profile", "pl_module".
 std::string_view plugin_type_name(const op_node& n);
 
 /// One thread's tree.
@@ -153,10 +158,10 @@ struct thread_tree {
 
 /// How to build the tree.
 struct op_tree_options {
-  /// Beyond parity (§2.5): when the id match attaches (almost) no runtime — PyTorch 2.x traces
-  /// whose runtime "External id" equals its correlation — attach every runtime that matched no
-  /// host node to the deepest node of its thread whose [start, end] contains the runtime start.
-  /// Default off = the plugin's numbers.
+  /// Beyond parity (plugin-rules.md#event-categories): when the id match attaches (almost) no
+  /// runtime — PyTorch 2.x traces whose runtime "External id" equals its correlation — attach every
+  /// runtime that matched no host node to the deepest node of its thread whose [start, end]
+  /// contains the runtime start. Default off = the plugin's numbers.
   bool time_containment_fallback = false;
   /// Beyond parity: `cuda_driver` calls link their kernels like runtime calls. The plugin drops
   /// them, so kernels launched through the driver API (cuBLAS's cuLaunchKernel in PyTorch 2.x,
@@ -166,8 +171,9 @@ struct op_tree_options {
   /// when the loss is computed outside every module, as with `F.cross_entropy(model(x), y)`)
   /// stay where time nesting put them. The plugin drops them from every statistic.
   bool keep_unresolved_backward = false;
-  /// Run the backward regrouping of §3.6 (the plugin always does when the trace has flows and
-  /// module nodes). Off keeps backward ops where time nesting put them.
+  /// Run the backward regrouping of plugin-rules.md#backward-regrouping (the plugin always does
+  /// when the trace has flows and module nodes). Off keeps backward ops where time nesting put
+  /// them.
   bool backward_regrouping = true;
 };
 
@@ -175,18 +181,18 @@ struct op_tree_options {
 struct attribution_stats {
   std::uint64_t kernels = 0;               ///< all kernel events
   std::uint64_t kernels_in_tree = 0;       ///< kernels reachable from some tree node
-  std::uint64_t kernels_attributed = 0;    ///< kernels whose owner is an operator (§3.8)
+  std::uint64_t kernels_attributed = 0;    ///< kernels whose owner is an operator (#operators)
   std::uint64_t kernels_by_fallback = 0;   ///< kernels attributed through fallback runtimes
   std::uint64_t runtimes = 0;              ///< all runtime events
   std::uint64_t runtimes_matched = 0;      ///< runtimes attached by external id
   std::uint64_t runtimes_zero_id = 0;      ///< runtimes with external id 0 (hang under the root)
-  std::uint64_t runtimes_dropped = 0;      ///< non-zero id, no host node (§3.1 step 2)
+  std::uint64_t runtimes_dropped = 0;      ///< non-zero id, no host node (#operator-tree step 2)
   std::uint64_t runtimes_by_fallback = 0;  ///< attached by time containment
   std::uint64_t runtimes_id_equals_correlation = 0;  ///< runtimes whose External id == correlation
   std::uint64_t stale_kernels = 0;         ///< kernels with no runtime (kept under the main root)
   std::uint64_t stale_dropped = 0;         ///< stale device nodes dropped (memcpy/memset, or no main thread)
-  std::uint64_t nodes_dropped_intersecting = 0;  ///< §3.2 step 3
-  std::uint64_t backward_groups_lost = 0;  ///< §3.6 step 5 (unresolved groups)
+  std::uint64_t nodes_dropped_intersecting = 0;  ///< plugin-rules.md#operator-tree step 4
+  std::uint64_t backward_groups_lost = 0;  ///< #backward-regrouping step 5 (unresolved groups)
   /// Human summary, e.g. "0 of 12000 kernels could be attributed to an operator: ids do not
   /// match (runtime External id equals its correlation); time-containment fallback attributes
   /// 11800". The first number counts attribution by id (the plugin's); "attributes" becomes
@@ -209,31 +215,35 @@ class op_trees {
   std::vector<device_node> devices;     ///< every kernel/memcpy/memset event, in ts order
 
   /// Thread trees in the plugin's dictionary order (thread of the earliest host node first),
-  /// after §3.6 step 8 (threads whose root lost every child are removed).
+  /// after plugin-rules.md#backward-regrouping step 8 (threads whose root lost every child are
+  /// removed).
   std::vector<thread_tree> threads;
   /// Lightning `[pl][profile]` trees (empty unless trace_model::lightning).
   std::vector<thread_tree> lightning_threads;
 
   /// Index into `threads` of the main thread: the plugin's main tid (the last thread, in
-  /// `threads` order, having a ProfilerStep# node), else §3.6 step 2's fallback (the only
-  /// thread; else the longest root interval excluding the backward thread). nullopt when there
-  /// are no threads or the main thread's tree was dropped by §3.6 step 8.
+  /// `threads` order, having a ProfilerStep# node), else plugin-rules.md#backward-regrouping step
+  /// 2's fallback (the only thread; else the longest root interval excluding the backward thread).
+  /// nullopt when there are no threads or the main thread's tree was dropped by
+  /// plugin-rules.md#backward-regrouping step 8.
   std::optional<std::size_t> main_thread;
-  /// Index into `threads` of "the first tree" (§3.7: threads[0]); nullopt when none.
+  /// Index into `threads` of "the first tree" (plugin-rules.md#main-tree: threads[0]); nullopt when
+  /// none.
   std::optional<std::size_t> first_tree() const {
     return threads.empty() ? std::nullopt : std::optional<std::size_t>(0);
   }
 
-  /// The "operators" (§3.8): node indices collected from every thread tree in post-order
-  /// (children before their parent, children in `children` order), thread by thread — the
-  /// plugin's order, which decides e.g. the "first instance" of an operator group.
+  /// The "operators" (plugin-rules.md#operators): node indices collected from every thread tree in
+  /// post-order (children before their parent, children in `children` order), thread by thread —
+  /// the plugin's order, which decides e.g. the "first instance" of an operator group.
   std::vector<std::uint32_t> operators;
 
   bool uses_dp = false;                 ///< a `DataParallel.forward` node exists
   bool uses_ddp = false;                ///< a `DistributedDataParallel.forward` node exists
   std::set<std::int64_t> used_devices;  ///< distinct pid of kernel/memcpy/memset events
   /// The plugin's has_kernel: a kernel event whose external id is not a communication op's
-  /// (the Kernel role of §4.1 is non-empty). Decides whether the Kernel view exists.
+  /// (the Kernel role of plugin-rules.md#role-ranges is non-empty). Decides whether the Kernel view
+  /// exists.
   bool has_kernel = false;
   bool has_any_kernel = false;          ///< any kernel event at all
   bool has_memcpy_or_memset = false;    ///< any memcpy or memset event
@@ -241,7 +251,7 @@ class op_trees {
   bool fallback_used = false;           ///< the time-containment fallback attached runtimes
   attribution_stats stats;
 
-  /// Whether node `i` is an operator in the sense of §3.8.
+  /// Whether node `i` is an operator in the sense of plugin-rules.md#operators.
   bool is_operator(std::uint32_t i) const;
   /// Keeps `s` alive as long as this object and returns a view of it.
   std::string_view own(std::string s);
@@ -250,24 +260,25 @@ class op_trees {
   std::deque<std::string> owned_;
 };
 
-/// Builds every thread's tree of `model` (§3.1–§3.8). `model` must outlive the result.
+/// Builds every thread's tree of `model` (plugin-rules.md). `model` must outlive the result.
 op_trees build_op_tree(const trace_model& model, const op_tree_options& options = {});
 
-/// Global tensor-core kernel ratio used by the Kernel view pie and recommendation 6 (§7.1):
-/// Σ dur of TC kernels / Σ dur of all kernel events (0 if no kernel time). Over ALL kernel
-/// events, in the tree or not.
+/// Global tensor-core kernel ratio used by the Kernel view pie and recommendation 6
+/// (plugin-rules.md#kernel-view): Σ dur of TC kernels / Σ dur of all kernel events (0 if no kernel
+/// time). Over ALL kernel events, in the tree or not.
 double tc_kernel_ratio(const trace_model& model);
 
-/// Eligible-op kernel ratio of recommendation 6 (§5): Σ own-runtime kernel time of "bottom
-/// eligible" nodes (tc eligible, no eligible descendant; any node kind, every tree) / Σ
-/// own-runtime kernel time of all operators (§3.8); 0 if the denominator is 0.
-/// "Own-runtime kernel time" of a node = Σ (end − start) of the KERNEL device nodes (not
-/// memcpy/memset) of the runtimes attached to the node itself, skipping the root's dummy
+/// Eligible-op kernel ratio of recommendation 6 (plugin-rules.md#recommendations): Σ own-runtime
+/// kernel time of "bottom eligible" nodes (tc eligible, no eligible descendant; any node kind,
+/// every tree) / Σ own-runtime kernel time of all operators (plugin-rules.md#operators); 0 if the
+/// denominator is 0. "Own-runtime kernel time" of a node = Σ (end − start) of the KERNEL device
+/// nodes (not memcpy/memset) of the runtimes attached to the node itself, skipping the root's dummy
 /// stale-kernel runtime.
 double eligible_op_kernel_ratio(const op_trees& trees);
 
-/// Per-GPU "Kernel Time using Tensor Cores" of the GPU summary (§4.7): over the kernels of the
-/// runtimes attached to operators (§3.8), grouped by the kernel's args "device".
+/// Per-GPU "Kernel Time using Tensor Cores" of the GPU summary (plugin-rules.md#gpu-summary): over
+/// the kernels of the runtimes attached to operators (plugin-rules.md#operators), grouped by the
+/// kernel's args "device".
 struct gpu_tc_ratio {
   /// False when no kernel is attributed to any operator: then the metric is omitted.
   bool has_kernel = false;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Operator view (spec viewer-analysis §6).
+// Operator view (docs/plugin-rules.md#operator-view).
 
 #include "analysis/operator_view.hpp"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file operator_view.hpp
-/// The Operator view of torch-tb-profiler 0.4.3 (spec viewer-analysis §6): operators (§3.8)
-/// aggregated by name, by name + input shape, and by call stack, plus the four pies.
+/// The Operator view of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#operator-view): operators
+/// (#operators) aggregated by name, by name + input shape, and by call stack, plus the four pies.
 
 #include <cstdint>
 #include <optional>
@@ -32,8 +32,8 @@ struct operator_group {
   std::vector<std::string> call_stacks;  ///< distinct non-empty call stacks, first-seen order
 };
 
-/// One table row, rounded as the plugin's tables are (§6.1, §13; py_round.hpp): durations
-/// round() (ties to even), ratios round(100·x, 2).
+/// One table row, rounded as the plugin's tables are (plugin-rules.md#operator-view,
+/// #number-formatting; py_round.hpp): durations round() (ties to even), ratios round(100·x, 2).
 struct operator_row {
   std::string name;
   std::string input_shape;          ///< empty for the by-name table
@@ -51,7 +51,8 @@ struct operator_row {
 };
 
 /// Whether the plugin shows the device columns: the trace has a non-communication kernel or a
-/// memcpy/memset (§6.1, §7). When false, rows are ordered by host self instead.
+/// memcpy/memset (plugin-rules.md#operator-view, #kernel-view). When false, rows are ordered by
+/// host self instead.
 bool operator_view_has_device_columns(const trace_model& model, const op_trees& trees);
 
 /// Python `str()` of an "Input Dims" JSON text (minified or not): `[[32, 3], [], 1.5, None]`.

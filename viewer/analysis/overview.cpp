@@ -137,7 +137,7 @@ bool is_communication_name(std::string_view name, const overview_options& option
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.1
+// docs/plugin-rules.md#role-ranges
 
 role_ranges compute_role_ranges(const trace_model& model, const overview_options& options) {
   role_ranges out;
@@ -209,7 +209,7 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.2
+// plugin-rules.md#steps
 
 std::vector<host_step> host_steps(const trace_model& model, const role_ranges& roles,
                                   const overview_options& options, bool* synthetic) {
@@ -226,7 +226,7 @@ std::vector<host_step> host_steps(const trace_model& model, const role_ranges& r
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.3, §4.4
+// plugin-rules.md#step-extension, #tail-steps
 
 extended_steps extend_steps(const std::vector<interval>& host, std::vector<const launch*> launches,
                             const std::vector<std::pair<std::uint32_t, interval>>& all_devices) {
@@ -302,13 +302,14 @@ std::size_t steps_to_keep(const std::vector<std::int64_t>& device_count) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.5
+// plugin-rules.md#step-time-breakdown
 
 std::vector<step_row> breakdown(const role_ranges& roles, const std::vector<interval>& steps) {
   // The plugin's walk (overall_parser.create_from_range): the first role is taken unclipped and
   // the free slots start as the merged steps; ⚠ whenever the free slots become empty, the next
-  // role is again taken unclipped and the slots are reset to the merged steps. The spec's
-  // "disjoint parts" holds unless some role covers every step completely.
+  // role is again taken unclipped and the slots are reset to the merged steps. The
+  // "disjoint parts" of docs/plugin-rules.md#step-time-breakdown hold unless some role covers every
+  // step completely.
   interval_list parts[step_role_count];
   interval_list slots;
   const interval_list merged_steps = merge_intervals(steps);
@@ -339,7 +340,7 @@ std::vector<step_row> breakdown(const role_ranges& roles, const std::vector<inte
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.7 helpers
+// plugin-rules.md#gpu-summary helpers
 
 namespace {
 
@@ -402,7 +403,8 @@ std::map<std::int64_t, gpu_kernels> collect_gpu_kernels(const trace_model& model
   return gpus;
 }
 
-/// [g0, g1) of §4.8: the last "PyTorch Profiler (0)" Trace event, else the global extent.
+/// [g0, g1) of plugin-rules.md#gpu-counters: the last "PyTorch Profiler (0)" Trace event, else the
+/// global extent.
 std::pair<double, double> timeline_range(const trace_model& model) {
   double lo = inf, hi = -inf;
   bool found = false;
@@ -449,7 +451,7 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
                                    : "No ProfilerStep# events: the whole host range is shown as step \"0\".");
   }
 
-  // §4.3: every real runtime with the device nodes it launched.
+  // plugin-rules.md#step-extension: every real runtime with the device nodes it launched.
   std::vector<launch> launches;
   launches.reserve(trees.runtimes.size());
   for (const runtime_node& rt : trees.runtimes) {
@@ -477,7 +479,7 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
   extended_steps ext = extend_steps(host_ranges, std::move(launch_ptrs), all_devices);
   out.steps_extended = ext.matched;
 
-  // §4.4
+  // plugin-rules.md#tail-steps
   std::size_t keep = hs.size();
   if (ext.matched) keep = steps_to_keep(ext.device_count);
   if (keep < hs.size()) {
@@ -498,7 +500,7 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
     }
   }
 
-  // §4.5
+  // plugin-rules.md#step-time-breakdown
   out.steps = breakdown(roles, ext.steps);
   for (std::size_t i = 0; i < out.steps.size(); ++i) {
     out.steps[i].name = hs[i].name;
@@ -519,7 +521,7 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
     out.steps_end = out.steps.back().end;
   }
 
-  // §4.7
+  // plugin-rules.md#gpu-summary
   const auto gpus = collect_gpu_kernels(model);
   for (const auto& [id, g] : gpus) out.gpu_ids.insert(id);
   if (gpus.empty()) return out;
@@ -646,7 +648,7 @@ std::vector<performance_item> performance_breakdown(const overview_result& overv
 }
 
 // ---------------------------------------------------------------------------------------------
-// §4.8
+// plugin-rules.md#gpu-counters
 
 std::string gpu_counter_name(std::int64_t gpu, gpu_counter counter) {
   return "GPU " + std::to_string(gpu) +

@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file overview.hpp
-/// The Overview of torch-tb-profiler 0.4.3 (spec viewer-analysis §4): role ranges, steps and
+/// The Overview of torch-tb-profiler 0.4.3 (docs/plugin-rules.md#overview): role ranges, steps and
 /// their extension to the GPU work they launched, tail-step dropping, the breakdown by priority
-/// and its average, the GPU summary (§4.7), and the GPU counters the Trace view adds (§4.8).
+/// and its average, the GPU summary (plugin-rules.md#gpu-summary), and the GPU counters the Trace
+/// view adds (#gpu-counters).
 ///
 /// Pipeline of compute_overview():
 ///
-///     trace_model ──► role_ranges (§4.1) ──────────────────────────────┐
-///          │   └──► host steps (§4.2) ─► extend_steps (§4.3) ─► drop   │
-///          │                                 ▲      tail (§4.4)        ▼
-///     op_trees (runtimes + device nodes) ────┘          └────► breakdown (§4.5) ─► rows, average
-///          └──────────────────────────────────────────────────► GPU summary (§4.7)
+///     trace_model ──► role_ranges        ──────────────────────────────┐
+///          │   └──► host steps        ─► extend_steps        ─► drop   │
+///          │                                 ▲      tail               ▼
+///     op_trees (runtimes + device nodes) ────┘          └────► breakdown        ─► rows, average
+///          └──────────────────────────────────────────────────► GPU summary
+///     (sections of docs/plugin-rules.md: #role-ranges, #steps, #step-extension, #tail-steps,
+///     #step-time-breakdown, #gpu-summary)
 ///
 /// All times are µs doubles as in the file; step values are the raw sums (the plugin shows them
 /// unrounded); the `*_pct` fields of the GPU rows are Python-rounded as the plugin displays them.
@@ -29,8 +32,8 @@
 
 namespace kinetoscope::analysis {
 
-/// Choices where the plugin's behaviour is a quirk (spec §14). The defaults reproduce the
-/// plugin's numbers; `improved()` gives the fixed forms.
+/// Choices where the plugin's behaviour is a quirk (plugin-rules.md#quirks). The defaults reproduce
+/// the plugin's numbers; `improved()` gives the fixed forms.
 struct overview_options {
   /// Q5: false = only the 5 NCCL + 5 Gloo collective names of the plugin are communication;
   /// true = every `nccl:*` / `gloo:*` host op (all_to_all, _all_gather_base, send/recv, …) is.
@@ -39,8 +42,8 @@ struct overview_options {
   /// Exec role, and a GPU-side `ProfilerStep#N` annotation is a step (the plugin); false = they
   /// are ignored for roles and steps.
   bool gpu_annotations_as_host = true;
-  /// Q17: drop incomplete tail steps (§4.4; the plugin always does). The dropped steps are
-  /// reported in overview_result::notes either way.
+  /// Q17: drop incomplete tail steps (plugin-rules.md#tail-steps; the plugin always does). The
+  /// dropped steps are reported in overview_result::notes either way.
   bool drop_tail_steps = true;
 
   static overview_options improved() {
@@ -51,7 +54,7 @@ struct overview_options {
   }
 };
 
-/// Breakdown roles in priority order (§4.1); `total` is the step duration.
+/// Breakdown roles in priority order (plugin-rules.md#role-ranges); `total` is the step duration.
 enum class step_role : std::uint8_t {
   kernel, memcpy, memset, communication, runtime, dataloader, cpu_exec, other,
 };
@@ -74,13 +77,13 @@ struct step_row {
   double total = 0;
   double start = 0;        ///< the (extended) step range [start, end); 0 for the average row
   double end = 0;
-  std::int64_t device_nodes = 0;  ///< device nodes launched inside the host step (§4.3 cnt_i)
+  std::int64_t device_nodes = 0;  ///< device nodes launched inside the host step (#step-extension cnt_i)
 
   double value(step_role role) const noexcept;
   double& value(step_role role) noexcept;
 };
 
-/// One GPU of the GPU summary (§4.7), ascending id.
+/// One GPU of the GPU summary (plugin-rules.md#gpu-summary), ascending id.
 struct gpu_summary_row {
   int id = 0;
   std::string name;                   ///< deviceProperties[id].name; empty when absent
@@ -113,13 +116,14 @@ struct overview_result {
   std::vector<std::string> notes;
   double steps_start = 0;             ///< first kept step's start (GPU metrics range)
   double steps_end = 0;               ///< last kept step's end
-  std::vector<std::string> dropped_steps;  ///< names of the tail steps removed (§4.4)
+  std::vector<std::string> dropped_steps;  ///< names of the tail steps removed (#tail-steps)
   bool synthetic_step = false;        ///< no ProfilerStep#: one step "0" over the host range
-  bool steps_extended = false;        ///< §4.3 matched device nodes (steps follow the GPU work)
+  bool steps_extended = false;        ///< #step-extension matched device nodes (steps follow the GPU work)
   std::set<std::int64_t> gpu_ids;     ///< distinct args "device" of kernel events
 
-  /// Whether the plugin shows the column of `role` (§4.6): Kernel/Memcpy/Memset/Runtime only
-  /// when uses_gpu, Communication only when has_communication, the others always.
+  /// Whether the plugin shows the column of `role` (plugin-rules.md#overview-payload):
+  /// Kernel/Memcpy/Memset/Runtime only when uses_gpu, Communication only when has_communication,
+  /// the others always.
   bool shows(step_role role) const noexcept;
 };
 
@@ -128,7 +132,8 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
                                  const overview_options& options = {});
 
 // ---------------------------------------------------------------------------------------------
-// Display forms (§4.6, §4.7), formatted as the plugin formatted them
+// Display forms (plugin-rules.md#overview-payload, #gpu-summary), formatted as the plugin formatted
+// them
 
 /// One row of the GPU Summary panel: {title, value}.
 struct gpu_summary_item {
@@ -143,9 +148,9 @@ std::vector<gpu_summary_item> gpu_summary_items(const overview_result& overview)
 /// Explanation of the metrics the panel shows (plain text, one paragraph per metric).
 std::string gpu_summary_tooltip(const overview_result& overview);
 
-/// The `performance` tree of §4.6: the root "Average Step Time" (value round(avg total),
-/// extra 100) then one child per shown column, in column order (value round(avg role), extra
-/// round(100·avg role / avg total, 2), 0 when the total is 0).
+/// The `performance` tree of plugin-rules.md#overview-payload: the root "Average Step Time" (value
+/// round(avg total), extra 100) then one child per shown column, in column order (value round(avg
+/// role), extra round(100·avg role / avg total, 2), 0 when the total is 0).
 struct performance_item {
   std::string name;
   double value = 0;
@@ -156,10 +161,11 @@ std::vector<performance_item> performance_breakdown(const overview_result& overv
 // ---------------------------------------------------------------------------------------------
 // Building blocks (exposed for tests and for the distributed view)
 
-/// Whether `name` is a communication op name under `options` (§2.3, Q5).
+/// Whether `name` is a communication op name under `options` (plugin-rules.md#event-categories,
+/// Q5).
 bool is_communication_name(std::string_view name, const overview_options& options);
 
-/// The merged range list of each role (§4.1) plus the host/global extents.
+/// The merged range list of each role (plugin-rules.md#role-ranges) plus the host/global extents.
 struct role_ranges {
   interval_list ranges[step_role_count];  ///< indexed by step_role; `other` stays empty
   double host_min = 0, host_max = 0;      ///< over op/python/ProfilerStep events; valid if has_host
@@ -176,36 +182,40 @@ struct host_step {
   double start = 0;
   double end = 0;
 };
-/// §4.2: ProfilerStep# events in time order, else one step "0" over the host range (an empty
-/// list when there is no host event at all).
+/// plugin-rules.md#steps: ProfilerStep# events in time order, else one step "0" over the host range
+/// (an empty list when there is no host event at all).
 std::vector<host_step> host_steps(const trace_model& model, const role_ranges& roles,
                                   const overview_options& options = {}, bool* synthetic = nullptr);
 
-/// A runtime as §4.3 sees it: its interval and the intervals of the device nodes it launched.
+/// A runtime as plugin-rules.md#step-extension sees it: its interval and the intervals of the
+/// device nodes it launched.
 struct launch {
   double start = 0;
   double end = 0;
   std::vector<interval> devices;   ///< device nodes in launch order
   std::vector<std::uint32_t> device_ids;  ///< ids of those device nodes (any unique numbering)
 };
-/// Result of §4.3 for each step.
+/// Result of plugin-rules.md#step-extension for each step.
 struct extended_steps {
   std::vector<interval> steps;           ///< extended ranges (or the host ranges if none matched)
   std::vector<std::int64_t> device_count;  ///< cnt_i
   bool matched = false;                  ///< some device node was matched
 };
-/// §4.3. `launches` in any order; `all_devices` = every device node (id, interval) of the trace.
+/// plugin-rules.md#step-extension. `launches` in any order; `all_devices` = every device node (id,
+/// interval) of the trace.
 extended_steps extend_steps(const std::vector<interval>& host, std::vector<const launch*> launches,
                             const std::vector<std::pair<std::uint32_t, interval>>& all_devices);
 
-/// §4.4: how many leading steps to keep given cnt_i (all when fewer than 2 steps).
+/// plugin-rules.md#tail-steps: how many leading steps to keep given cnt_i (all when fewer than 2
+/// steps).
 std::size_t steps_to_keep(const std::vector<std::int64_t>& device_count);
 
-/// §4.5: cost of each role per step. `steps` are the final step ranges.
+/// plugin-rules.md#step-time-breakdown: cost of each role per step. `steps` are the final step
+/// ranges.
 std::vector<step_row> breakdown(const role_ranges& roles, const std::vector<interval>& steps);
 
 // ---------------------------------------------------------------------------------------------
-// GPU counters of the Trace view (§4.8)
+// GPU counters of the Trace view (plugin-rules.md#gpu-counters)
 
 enum class gpu_counter : std::uint8_t { utilization, sm_efficiency };
 
@@ -222,16 +232,17 @@ std::string gpu_counter_name(std::int64_t gpu, gpu_counter counter);
 /// "GPU Utilization" / "Est. SM Efficiency".
 std::string_view gpu_counter_arg(gpu_counter counter) noexcept;
 
-/// The counter points the Trace view inserts (§4.8), in the plugin's order: the utilization
-/// series of every GPU (ascending id): (g0, 1), (g0, 0), (bucket start, value)…, (g1, 0); then
-/// the SM-efficiency series of every GPU that has segments: (g0, 1), (g0, 0), then
+/// The counter points the Trace view inserts (plugin-rules.md#gpu-counters), in the plugin's order:
+/// the utilization series of every GPU (ascending id): (g0, 1), (g0, 0), (bucket start, value)…,
+/// (g1, 0); then the SM-efficiency series of every GPU that has segments: (g0, 1), (g0, 0), then
 /// (segment start, value), (segment end, 0) per segment (not clipped to the steps). Empty when
 /// no kernel has args "device". [g0, g1) = the "PyTorch Profiler (0)" span, else the extent of
 /// all events; buckets are the smallest power of ten µs giving at most 100 of them.
 std::vector<counter_point> gpu_utilization_counters(const trace_model& model);
 
-/// The SM-efficiency segments of one GPU (§4.7): over every elementary interval between kernel
-/// start/end points, min(Σ blocks-per-SM of the running kernels, 1), kept when > 0.
+/// The SM-efficiency segments of one GPU (plugin-rules.md#gpu-summary): over every elementary
+/// interval between kernel start/end points, min(Σ blocks-per-SM of the running kernels, 1), kept
+/// when > 0.
 struct valued_interval {
   double start = 0;
   double end = 0;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file py_round.hpp
-/// Python 3 rounding on binary doubles (spec viewer-analysis §13), so that displayed numbers
-/// equal torch-tb-profiler's.
+/// Python 3 rounding on binary doubles (docs/plugin-rules.md#number-formatting), so that displayed
+/// numbers equal torch-tb-profiler's.
 ///
 /// * `py_round(x)`: nearest integer, ties to even (`round(2.5) == 2`, `round(3.5) == 4`).
 /// * `py_round(x, n)`: the decimal with `n` fraction digits nearest to the **exact binary value**

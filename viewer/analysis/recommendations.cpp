@@ -107,7 +107,8 @@ void rules_distributed(const trace_model& model, const op_trees& trees, const ov
                       .done(recommendation_kind::ddp_instead_of_dp, 2));
   }
   if (trees.uses_ddp && !model.devices.empty()) {
-    // "NCCL seen" = a host op named like one of the plugin's NCCL collectives (§2.3).
+    // "NCCL seen" = a host op named like one of the plugin's NCCL collectives
+    // (docs/plugin-rules.md#event-categories).
     bool nccl = false;
     for (const event& e : model.events) {
       if (e.type != event_type::op && e.type != event_type::user_annotation && e.type != event_type::python) continue;

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file recommendations.hpp
-/// The Overview's performance recommendations (spec viewer-analysis §5): the seven rules of
-/// torch-tb-profiler 0.4.3 in its order, with its numbers and thresholds, plus "extra" rules the
-/// plugin never had (user-pain.md: kineto issue #153 asked for idle-time and CPU–GPU interaction
-/// hints). Extras are flagged (`recommendation::extra`) so parity checks can skip them.
+/// The Overview's performance recommendations (docs/plugin-rules.md#recommendations): the seven
+/// rules of torch-tb-profiler 0.4.3 in its order, with its numbers and thresholds, plus "extra"
+/// rules the plugin never had (kineto issue #153 asked for idle-time and CPU–GPU
+/// interaction hints). Extras are flagged (`recommendation::extra`) so parity checks can skip them.
 ///
 /// Deliberate differences from the plugin (quirk Q13, Q12):
 /// * rule 4's "Gradient Compression" link is a real URL (the plugin rendered a Python tuple);
@@ -24,7 +24,7 @@ namespace kinetoscope::analysis {
 
 /// Which rule produced a recommendation.
 enum class recommendation_kind : std::uint8_t {
-  // The plugin's rules, in its order (§5 rule numbers 1–7).
+  // The plugin's rules, in its order (plugin-rules.md#recommendations rule numbers 1–7).
   data_loader,          ///< 1: avg DataLoader / avg step > 5 %
   ddp_instead_of_dp,    ///< 2: DataParallel with more than one device
   nccl_backend,         ///< 3: DDP without NCCL on a GPU with compute capability ≥ 3.5

@@ -29,7 +29,8 @@ struct report_options {
   bool with_kernels = true;       ///< kernels_by_name + kernels_by_operator
   bool with_memory = true;
   bool with_modules = true;
-  /// Memory events and statistics tables restricted to [first, second] absolute µs (§9.6).
+  /// Memory events and statistics tables restricted to [first, second] absolute µs
+  /// (docs/plugin-rules.md#memory-view).
   std::optional<std::pair<double, double>> memory_range;
   /// Threads to use (1 = sequential, in the caller's thread). The work is split in two halves.
   unsigned threads = 2;

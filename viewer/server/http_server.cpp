@@ -248,7 +248,7 @@ class session : public std::enable_shared_from_this<session> {
   void on_header(beast::error_code ec, std::size_t n) {
     if (ec) return on_read(ec, n);
     const auto& req = parser_->get();
-    // RFC 9112 §6.3: a request whose Transfer-Encoding does not end in "chunked" has no
+    // RFC 9112 section 6.3: a request whose Transfer-Encoding does not end in "chunked" has no
     // determinable length; answering it and reading on would take its body for the next
     // request (smuggling behind a proxy that reads it differently). 400, and close.
     if (req.find(http::field::transfer_encoding) != req.end() && !parser_->chunked())

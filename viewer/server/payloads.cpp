@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file payloads.cpp
-/// JSON bodies of the API in torch-tb-profiler's shapes (spec viewer-http.md §3).
+/// JSON bodies of the API in torch-tb-profiler's shapes (its `plugin.py` routes;
+/// viewer/server/http-api.md).
 #include "server/payloads.hpp"
 
 #include <cmath>

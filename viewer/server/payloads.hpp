@@ -2,8 +2,9 @@
 #pragma once
 /// @file payloads.hpp
 /// The JSON bodies of the API (http-api.md), built from the analysis engine's results in the
-/// exact shapes of torch-tb-profiler 0.4.3 (spec viewer-http.md §3). Pure functions: no store,
-/// no locking, no I/O; api.cpp validates the request and picks the inputs.
+/// exact shapes of torch-tb-profiler 0.4.3 (its `plugin.py` routes; viewer/server/http-api.md).
+/// Pure functions: no store, no locking, no I/O; api.cpp validates the request and picks the
+/// inputs.
 ///
 /// Numbers: a value the plugin computed from integer timestamps is written as a JSON integer
 /// when it is integral (`json_number`), floats otherwise, so bodies read like the plugin's.
@@ -31,49 +32,50 @@ using ojson = nlohmann::ordered_json;
 /// a float; NaN and infinities become null.
 ojson json_number(double v);
 
-/// `/api/overview` (plugin §3.5). `workers` = number of workers of the run in this span.
+/// `/api/overview` (plugin shape). `workers` = number of workers of the run in this span.
 ojson overview(const profile& p, std::size_t workers);
-/// The step tooltip of §3.5: `<div class="visualization-tooltip" ...>Step 5<br>Total: 187948us<br>
-/// <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
+/// The step tooltip of /api/overview: `<div class="visualization-tooltip" ...>Step 5<br>Total:
+/// 187948us<br> <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total);
 
-/// `/api/operation` (plugin §3.6): the four pies.
+/// `/api/operation` (plugin shape): the four pies.
 ojson operation_pies(const profile& p);
-/// `/api/operation/table` (plugin §3.7).
+/// `/api/operation/table` (plugin shape).
 ojson operation_table(const profile& p, bool by_shape);
-/// `/api/operation/stack` (plugin §3.8); nullopt when no row has that key.
+/// `/api/operation/stack` (plugin shape); nullopt when no row has that key.
 std::optional<ojson> operation_stack(const profile& p, std::string_view op_name,
                                      std::optional<std::string_view> input_shape);
 
-/// `/api/kernel` (plugin §3.9); null without kernels.
+/// `/api/kernel` (plugin shape); null without kernels.
 ojson kernel_pie(const profile& p);
-/// `/api/kernel/tc_pie` (plugin §3.9); null without kernels.
+/// `/api/kernel/tc_pie` (plugin shape); null without kernels.
 ojson kernel_tc_pie(const profile& p);
-/// `/api/kernel/table` (plugin §3.10 by name, §3.11 by properties + operator); null without kernels.
+/// `/api/kernel/table` (plugin shape; group_by Kernel by name, KernelNameAndOpName by properties +
+/// operator); null without kernels.
 ojson kernel_table(const profile& p, bool by_operator);
 
-/// `/api/memory` (plugin §3.13) of `m` (the profile's memory view, possibly range-filtered).
+/// `/api/memory` (plugin shape) of `m` (the profile's memory view, possibly range-filtered).
 ojson memory_stats(const analysis::memory_result& m, analysis::memory_size_unit unit);
-/// `/api/memory_curve` (plugin §3.14), the curves down-sampled to 10 240 points.
+/// `/api/memory_curve` (plugin shape), the curves down-sampled to 10 240 points.
 ojson memory_curve(const analysis::memory_result& m, analysis::memory_time_unit time_unit,
                    analysis::memory_size_unit size_unit);
-/// `/api/memory_events` (plugin §3.15).
+/// `/api/memory_events` (plugin shape).
 ojson memory_events(const analysis::memory_result& m, analysis::memory_time_unit time_unit,
                     analysis::memory_size_unit size_unit);
 
-/// `/api/module` (plugin §3.16); null without module data.
+/// `/api/module` (plugin shape); null without module data.
 ojson module_view(const profile& p);
 
-/// `/api/distributed/gpuinfo` (plugin §3.18); null without device information.
+/// `/api/distributed/gpuinfo` (plugin shape); null without device information.
 ojson distributed_gpuinfo(const analysis::distributed_result& d);
-/// `/api/distributed/overlap` (plugin §3.19); null when the view is not available.
+/// `/api/distributed/overlap` (plugin shape); null when the view is not available.
 ojson distributed_overlap(const analysis::distributed_result& d);
-/// `/api/distributed/waittime` (plugin §3.20); null when the view is not available.
+/// `/api/distributed/waittime` (plugin shape); null when the view is not available.
 ojson distributed_waittime(const analysis::distributed_result& d);
-/// `/api/distributed/commops` (plugin §3.21); null when the view is not available.
+/// `/api/distributed/commops` (plugin shape); null when the view is not available.
 ojson distributed_commops(const analysis::distributed_result& d);
 
-/// `/api/diffnode` (plugin §3.22) of `node`: left/right sides, its path and its children
+/// `/api/diffnode` (plugin shape) of `node`: left/right sides, its path and its children
 /// (without their own children).
 ojson diff_node(const analysis::diff_node& node);
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file tensorboard_scalars.cpp
-/// Per-step TensorBoard scalars (spec tensorboard-files §3.4, §3.6): the viewer's Overview
+/// Per-step TensorBoard scalars (docs/tensorboard-files.md#step-scalars): the viewer's Overview
 /// breakdown of each ProfilerStep#N, peak memory, operator and kernel counts.
 
 #include "kinetoscope/tensorboard/scalars.hpp"

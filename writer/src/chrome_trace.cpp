@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file chrome_trace.cpp
-/// trace_data -> Kineto era-E JSON (spec trace-format §2-§8, example §12, checklist §13).
+/// trace_data -> Kineto era-E JSON (docs/trace-format.md, checked as in #writer-checklist).
 ///
 /// Layout of the output:
 ///
@@ -47,7 +47,7 @@ using namespace std::string_view_literals;
 
 constexpr std::uint32_t no_index = std::numeric_limits<std::uint32_t>::max();
 
-/// Kineto writes negative OS ids as their absolute value (spec §5).
+/// Kineto writes negative OS ids as their absolute value (docs/trace-format.md#pid-and-tid).
 std::int64_t os_id(std::int64_t v) noexcept {
   if (v >= 0) return v;
   return v == std::numeric_limits<std::int64_t>::min() ? std::numeric_limits<std::int64_t>::max()
@@ -145,10 +145,10 @@ class trace_writer {
     }
   }
 
-  /// fwdbwd flows (spec §7). A forward op has a sequence number and fwd thread id 0; a backward
-  /// node has fwd thread id > 0. trace_data does not map PyTorch's small forward-thread ids to
-  /// OS threads, so the key is the sequence number alone: the forward op with the latest start
-  /// per sequence number wins, the first backward node (in end order) consumes it. Ops are
+  /// fwdbwd flows (trace-format.md#flows). A forward op has a sequence number and fwd thread id 0;
+  /// a backward node has fwd thread id > 0. trace_data does not map PyTorch's small forward-thread
+  /// ids to OS threads, so the key is the sequence number alone: the forward op with the latest
+  /// start per sequence number wins, the first backward node (in end order) consumes it. Ops are
   /// processed in order of end time (ties: inner op first); flow ids count from 1.
   void link_forward_backward() {
     std::vector<std::uint32_t> order;
@@ -217,8 +217,8 @@ class trace_writer {
     return it->second;
   }
 
-  /// gpu_user_annotation (spec §6.8): each GPU activity belongs to the innermost
-  /// user_annotation that was open on the launching thread when its runtime call started
+  /// gpu_user_annotation (trace-format.md#gpu_user_annotation): each GPU activity belongs to the
+  /// innermost user_annotation that was open on the launching thread when its runtime call started
   /// (Kineto's user correlation; in real traces `ProfilerStep#N` is projected only for work
   /// not covered by a nested annotation). One slice per (annotation, device, stream), from the
   /// first GPU start - 1 ns to the last GPU end + 1 ns.
@@ -578,12 +578,13 @@ class trace_writer {
     }
   }
 
-  /// Module scopes as PyTorch writes nn.Module calls (spec trace-format §6.4): python_function
-  /// slices named "nn.Module: <type>_<k>" with "Python id", "Python parent id" (null for a top
-  /// scope) and "Python module id" — what torch-tb-profiler's Module view reads. Two extra args
-  /// keep what PyTorch's trace lacks: "Module path" (the dotted name) and "Module params"
-  /// (parameters owned directly); readers ignore unknown args (§11). Ev Idx continues after
-  /// the [memory] events so it stays unique among PyTorch-originated events.
+  /// Module scopes as PyTorch writes nn.Module calls (trace-format.md#python_function):
+  /// python_function slices named "nn.Module: <type>_<k>" with "Python id", "Python parent id"
+  /// (null for a top scope) and "Python module id" — what torch-tb-profiler's Module view reads.
+  /// Two extra args keep what PyTorch's trace lacks: "Module path" (the dotted name) and "Module
+  /// params" (parameters owned directly); readers ignore unknown args
+  /// (trace-format.md#consumer-requirements). Ev Idx continues after the [memory] events so it
+  /// stays unique among PyTorch-originated events.
   void write_module_events() {
     const std::size_t first_idx = d_.events.size() + d_.memory.size();
     std::string name_text;
@@ -671,7 +672,7 @@ class trace_writer {
       }
       if (a.kind == gpu_kind::kernel && a.name < d_.strings.size() &&
           d_.strings[a.name] == "kernel") {
-        out_.lit("\"Kernel\"");  // Kineto's rename (spec §6.6)
+        out_.lit("\"Kernel\"");  // Kineto's rename (trace-format.md#kernel)
       } else {
         name(a.name);
       }

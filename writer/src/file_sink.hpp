@@ -28,7 +28,8 @@ class fd_sink final : public byte_sink {
  * Compresses into a standard gzip member (deflateInit2 with windowBits 31) and passes the
  * compressed bytes to another sink. finish() completes the member (Z_FINISH) and then calls
  * the downstream sink's finish(). `level` is zlib's (0..9, -1 = zlib default); level 1 costs
- * about 3 ns per input byte (notes/performance-anchors.md §2), level 6 about 2.5x more.
+ * about 3 ns per input byte (measured on a 300 MB Kineto trace),
+ * level 6 about 2.5x more.
  */
 class gzip_sink final : public byte_sink {
  public:

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file profile_config.cpp
-/// Profile options from JSON and KINETOSCOPE_* variables (spec profiler-api §9, Accelerate's
-/// ProfileKwargs). Strict by design: a misspelt key or a wrong type is an error naming the source
-/// and the key, because silently profiling with other options than asked wastes a whole run.
+/// Profile options from JSON and KINETOSCOPE_* variables
+/// (docs/profiler-rules.md#accelerate-options, Accelerate's ProfileKwargs). Strict by design: a
+/// misspelt key or a wrong type is an error naming the source and the key, because silently
+/// profiling with other options than asked wastes a whole run.
 
 #include "kinetoscope/writer/profile_config.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file profile_export.cpp
 /// export_chrome_trace(profile, path): torch.profiler's prof.export_chrome_trace(path), in the
-/// writer library because core does not write JSON.
+/// writer library because core does not write JSON (docs/profiler-rules.md#export-chrome-trace).
 
 #include "kinetoscope/profiler.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"

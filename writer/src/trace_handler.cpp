@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file trace_handler.cpp
-/// tensorboard_trace_handler (spec profiler-api §2.6, tensorboard-files §1.3, trace-format §10).
+/// tensorboard_trace_handler (docs/profiler-rules.md#trace-handler,
+/// docs/tensorboard-files.md#trace-file-names, docs/trace-format.md#file-naming).
 
 #include "kinetoscope/writer/trace_handler.hpp"
 

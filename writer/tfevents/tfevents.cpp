@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // TensorBoard event files: TFRecord framing, CRC-32C, Event encoding/decoding
-// (spec tensorboard-files §2-§3).
+// (docs/tensorboard-files.md).
 
 #include "kinetoscope/tensorboard/tfevents.hpp"
 

@@ -2,7 +2,7 @@
 #pragma once
 /// @file key_averages.hpp
 /// PyTorch's table model: FunctionEvent (events()), FunctionEventAvg (key_averages()) and the
-/// text table (spec profiler-api §4-§6).
+/// text table (docs/profiler-rules.md).
 
 #include <cstdint>
 #include <string>
@@ -116,7 +116,7 @@ class averages {
   event_avg total_average() const;
 
   /**
-   * The text table PyTorch's key_averages().table() prints (spec profiler-api §6.1): same
+   * The text table PyTorch's key_averages().table() prints (profiler-rules.md#table): same
    * columns, widths, units and footers. Throws std::invalid_argument for an unknown sort_by.
    *
    * **Example**: `prof.key_averages().table({.sort_by = "self_cpu_time_total", .row_limit = 15})`
@@ -129,19 +129,20 @@ class averages {
   bool with_flops_ = false;
 };
 
-/// Builds the event list of a window: CPU tree (§4.2), times (§4.3), memory attribution (§4.4),
-/// device events, filtered names (§3.3), ProfilerStep* keys. One event per op/annotation, CUDA
-/// runtime call (host side), GPU activity (on_device; thread = its stream) and stand-alone
-/// "[memory]" event, in PyTorch's order: stably sorted by (start ascending, end descending).
+/// Builds the event list of a window: CPU tree (profiler-rules.md#event-tree), times (#times),
+/// memory attribution (#memory-attribution), device events, filtered names
+/// (profiler-rules.md#hidden-names), ProfilerStep* keys. One event per op/annotation, CUDA runtime
+/// call (host side), GPU activity (on_device; thread = its stream) and stand-alone "[memory]"
+/// event, in PyTorch's order: stably sorted by (start ascending, end descending).
 event_list build_events(const trace_data& data);
 
-/// Groups events as PyTorch's key_averages (§5).
+/// Groups events as PyTorch's key_averages (profiler-rules.md#key-averages).
 averages key_averages(const event_list& events, bool group_by_input_shape = false,
                       int group_by_stack_n = 0);
 
 /**
- * The flame-graph input export_stacks writes (spec profiler-api §6.2, Brendan Gregg's folded
- * format): for every raw event with a stack and an integer metric value in µs > 0, one line
+ * The flame-graph input export_stacks writes (profiler-rules.md#export-stacks, Brendan Gregg's
+ * folded format): for every raw event with a stack and an integer metric value in µs > 0, one line
  * `outermost;...;innermost <value>\n`; space, ';', tab and newline inside a frame become '_'.
  * Identical stacks are not merged (flamegraph.pl, speedscope and inferno merge them).
  * `metric`: "self_cpu_time_total", or "self_cuda_time_total" / "self_xpu_time_total" /
@@ -152,7 +153,8 @@ averages key_averages(const event_list& events, bool group_by_input_shape = fals
  */
 std::string folded_stacks(const event_list& events, std::string_view metric = "self_cpu_time_total");
 
-/// The FLOPs estimate PyTorch's with_flops computes for one op (§7.1); 0 when not counted.
+/// The FLOPs estimate PyTorch's with_flops computes for one op (profiler-rules.md#flops); 0 when
+/// not counted.
 std::int64_t compute_flops(std::string_view op_name, const op_input* inputs, std::size_t count);
 
 }  // namespace kinetoscope

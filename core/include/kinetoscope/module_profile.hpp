@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file module_profile.hpp
-/// The DeepSpeed flops profiler's report (spec profiler-api §10) computed from a recorded
-/// window: the model's module tree (module_scope.hpp) with params, MACs, forward latency, % of
-/// the totals and achieved FLOPS per module, and the top-k module classes per depth.
+/// The DeepSpeed flops profiler's report (docs/profiler-rules.md#deepspeed-flops-profiler) computed
+/// from a recorded window: the model's module tree (module_scope.hpp) with params, MACs, forward
+/// latency, % of the totals and achieved FLOPS per module, and the top-k module classes per depth.
 ///
 /// Where the numbers come from: module calls are the window's module scopes; MACs and flops are
-/// counted with DeepSpeed's rules (§10.2) from the operators recorded inside each module (names
-/// and input shapes, so the window needs record_shapes or with_flops); latency is the wall time
-/// of the module's scopes. A window usually holds several forward passes (one per step), so
-/// every MACs, flops and latency figure is the per-pass average over the calls of the model's
-/// root module in the window; the report says how many passes it averaged.
+/// counted with DeepSpeed's rules (profiler-rules.md#counting) from the operators recorded inside
+/// each module (names and input shapes, so the window needs record_shapes or with_flops); latency
+/// is the wall time of the module's scopes. A window usually holds several forward passes (one per
+/// step), so every MACs, flops and latency figure is the per-pass average over the calls of the
+/// model's root module in the window; the report says how many passes it averaged.
 
 #include <cstdint>
 #include <string>
@@ -27,7 +27,7 @@ namespace kinetoscope {
 /// K ≥ 1e3, none ≥ 1 or 0, m ≥ 1e-3, u below; otherwise it forces one of "T", "G", "M", "K",
 /// "m", "u" (anything else: magnitude 1), as DeepSpeed's `units` argument does.
 /// Examples: number_to_string(6279.86e9) == "6.28 T"; number_to_string(6279.86e9, "G") ==
-/// "6279.86 G" (the spec's example, printed by a DeepSpeed that had no T prefix for flops).
+/// "6279.86 G" (DeepSpeed output printed by a version that had no T prefix for flops).
 std::string number_to_string(double num, const char* units = nullptr, int precision = 2);
 /// number + "MACs": macs_to_string(3139.93e9, "G") == "3139.93 GMACs".
 std::string macs_to_string(double macs, const char* units = nullptr, int precision = 2);
@@ -38,8 +38,9 @@ std::string params_to_string(double params, const char* units = nullptr, int pre
 /// seconds: number + "s": "76.67 ms", "273.47 us".
 std::string duration_to_string(double seconds, const char* units = nullptr, int precision = 2);
 
-/// DeepSpeed's count for one operator call (§10.2): flops and MACs, and whether the op is one
-/// DeepSpeed counts at all (`counted`; a counted op's nested ops are not counted again).
+/// DeepSpeed's count for one operator call (profiler-rules.md#counting): flops and MACs, and
+/// whether the op is one DeepSpeed counts at all (`counted`; a counted op's nested ops are not
+/// counted again).
 struct op_count {
   std::uint64_t flops = 0;
   std::uint64_t macs = 0;
@@ -47,12 +48,12 @@ struct op_count {
 };
 
 /**
- * Applies the §10.2 rules to an aten-named operator and its recorded inputs (PyTorch schema
- * order, as record_op takes them): aten::linear, conv1d/2d/3d, conv_transpose1d/2d/3d, relu,
- * prelu, elu, leaky_relu, relu6 (hardtanh), silu, gelu, softmax (and in-place forms), the
- * avg/max/adaptive pooling ops, batch_norm, layer_norm, group_norm, instance_norm,
- * upsample_* with output sizes, matmul, mm, bmm, addmm, baddbmm, mul, add, embedding and
- * dropout (0), scaled_dot_product_attention. Any other name: not counted. Malformed inputs
+ * Applies the profiler-rules.md#counting rules to an aten-named operator and its recorded inputs
+ * (PyTorch schema order, as record_op takes them): aten::linear, conv1d/2d/3d,
+ * conv_transpose1d/2d/3d, relu, prelu, elu, leaky_relu, relu6 (hardtanh), silu, gelu, softmax (and
+ * in-place forms), the avg/max/adaptive pooling ops, batch_norm, layer_norm, group_norm,
+ * instance_norm, upsample_* with output sizes, matmul, mm, bmm, addmm, baddbmm, mul, add, embedding
+ * and dropout (0), scaled_dot_product_attention. Any other name: not counted. Malformed inputs
  * (missing shapes, wrong ranks) count 0 but still mark the op as counted.
  */
 op_count deepspeed_count(std::string_view op_name, const op_input* inputs, std::size_t count);
@@ -106,7 +107,7 @@ struct module_profile_options {
   std::string root{};             ///< path of the model's root scope ("" = first top-level scope)
 };
 
-/// The report as text (spec §10.3 layout).
+/// The report as text (profiler-rules.md#report layout).
 std::string format_module_profile(const module_profile& profile, const module_profile_options& options = {});
 
 /**

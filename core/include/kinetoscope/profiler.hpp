@@ -102,9 +102,9 @@ class profile {
   // only the writer library defines.
 
   /// Writes the stacks of events() in the folded format flame-graph tools read (see
-  /// folded_stacks; spec profiler-api §6.2), e.g. `flamegraph.pl stacks.txt > cpu.svg`.
-  /// Throws std::logic_error when the profile was made without with_stack or no window has
-  /// completed, std::invalid_argument for an unknown metric, std::runtime_error (path and
+  /// folded_stacks; docs/profiler-rules.md#export-stacks), e.g. `flamegraph.pl stacks.txt >
+  /// cpu.svg`. Throws std::logic_error when the profile was made without with_stack or no window
+  /// has completed, std::invalid_argument for an unknown metric, std::runtime_error (path and
   /// reason) when the file cannot be written.
   void export_stacks(const std::string& path, std::string_view metric = "self_cpu_time_total") const;
 

@@ -215,7 +215,7 @@ class arg {
 /**
  * A scoped operator, written as a `cpu_op` event like PyTorch's aten ops. Inputs are kept only
  * when the profile has record_shapes (or with_flops); FLOPs are computed at collection time from
- * the name and the inputs (spec profiler-api §7.1).
+ * the name and the inputs (docs/profiler-rules.md#flops).
  *
  * **Example**:
  * @code

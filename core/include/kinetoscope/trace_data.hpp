@@ -47,7 +47,7 @@ struct cpu_event {
   std::int64_t fwd_thread_id = 0; ///< "Fwd thread id": 0 for forward ops, >= 1 for backward nodes
   std::uint32_t first_input = 0;  ///< range [first_input, first_input + input_count) in trace_data::inputs
   std::uint32_t input_count = 0;
-  std::int64_t flops = 0;         ///< with_flops estimate (spec profiler-api §7.1), 0 = not counted
+  std::int64_t flops = 0;         ///< with_flops estimate (#flops), 0 = not counted
   std::uint32_t first_frame = 0;  ///< with_stack: range [first_frame, first_frame + frame_count) in trace_data::frames
   std::uint32_t frame_count = 0;  ///< 0 = no stack
 };
@@ -65,7 +65,7 @@ struct memory_event {
 };
 
 /// One call of a module scope (module_scope.hpp, with_modules). Written as a python_function
-/// slice "nn.Module: <type>_<instance>" (spec trace-format §6.4).
+/// slice "nn.Module: <type>_<instance>" (docs/trace-format.md#python_function).
 struct module_event {
   std::int64_t start_ns = 0;
   std::int64_t end_ns = 0;

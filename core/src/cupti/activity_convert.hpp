@@ -44,9 +44,10 @@ bool keep_runtime_call(std::uint32_t cbid);
 bool keep_driver_call(std::uint32_t cbid);
 /// The driver calls keep_driver_call() accepts (the backend subscribes to exactly these).
 std::span<const std::uint32_t> kept_driver_calls();
-/// Calls that enqueue GPU work or wait for it: they get an ac2g flow (spec trace-format §7).
+/// Calls that enqueue GPU work or wait for it: they get an ac2g flow (docs/trace-format.md#flows).
 bool enqueues_or_waits(std::string_view name, bool driver);
-/// "Memcpy HtoD (Pageable -> Device)", "Memset (Device)" (spec trace-format §6.7).
+/// "Memcpy HtoD (Pageable -> Device)", "Memset (Device)"
+/// (trace-format.md#gpu_memcpy-and-gpu_memset).
 std::string memcpy_name(std::uint8_t copy_kind, std::uint8_t src_kind, std::uint8_t dst_kind);
 std::string memset_name(std::uint16_t memory_kind);
 /// Demangled kernel name; a kernel literally named "kernel" becomes "Kernel" (as Kineto).

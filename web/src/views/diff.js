@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Diff view (viewer-http.md §4.9): baseline vs experiment, one level of the diff tree at a time.
-// A combo chart (bars per child, running-sum trend lines on a right axis; click a bar to drill
-// into that child), "Go Back", the Execution Diff chart and the Operator View table with its
-// column-group multi-select. The drill path lives in the URL (diff_path).
+// Diff view (the plugin's fe/src/components/DiffOverview.tsx): baseline vs experiment, one level of
+// the diff tree at a time. A combo chart (bars per child, running-sum trend lines on a right axis;
+// click a bar to drill into that child), "Go Back", the Execution Diff chart and the Operator View
+// table with its column-group multi-select. The drill path lives in the URL (diff_path).
 import './diff.css';
 import { createTable } from '../components/table.js';
 import { lineChart, colors } from '../components/charts.js';

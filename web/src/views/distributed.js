@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Distributed view (viewer-http.md §4.8), shown for worker "All": device information per
-// node/process/GPU, computation/communication and synchronizing/communication stacked columns
-// per worker with a step select each, and the communication operations table per worker.
+// Distributed view (the plugin's fe/src/components/DistributedView.tsx), shown for worker "All":
+// device information per node/process/GPU, computation/communication and
+// synchronizing/communication stacked columns per worker with a step select each, and the
+// communication operations table per worker.
 import './distributed.css';
 import { createTable } from '../components/table.js';
 import { stackedColumns } from '../components/charts.js';

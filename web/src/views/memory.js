@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Memory view (viewer-http.md §4.6): device select, the Allocated/Reserved curve with
-// drag-to-zoom, the allocation events table with a size filter, and the per-operator statistics.
+// Memory view (the plugin's fe/src/components/MemoryView.tsx): device select, the
+// Allocated/Reserved curve with drag-to-zoom, the allocation events table with a size filter, and
+// the per-operator statistics.
 import './memory.css';
 import { createTable } from '../components/table.js';
 import { lineChart } from '../components/charts.js';

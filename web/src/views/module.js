@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Module view (viewer-http.md §4.7): the module statistics tree (collapsible rows) and an SVG
-// flame graph of one top-level module (width = avg_duration, 25 px per level, click to zoom).
+// Module view (the plugin's fe/src/components/ModuleView.tsx): the module statistics tree
+// (collapsible rows) and an SVG flame graph of one top-level module (width = avg_duration, 25 px
+// per level, click to zoom).
 import './module.css';
 import { createTable } from '../components/table.js';
 import { colors } from '../components/charts.js';

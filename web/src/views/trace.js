@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The Trace view: our own canvas timeline over the windowed timeline API (http-api.md "Trace
-// timeline"), replacing the plugin's embedded Catapult viewer (viewer-http.md §4.5). The browser
-// asks only for the visible window; see timeline/timeline.js.
+// timeline"), replacing the plugin's embedded Catapult viewer (the plugin's
+// fe/src/components/TraceView.tsx). The browser asks only for the visible window; see
+// timeline/timeline.js.
 import { createTimeline } from '../timeline/timeline.js';
 
 /// Renders the timeline of ctx.run/worker/span into `el`; URL keys: t0, t1 (visible window, µs

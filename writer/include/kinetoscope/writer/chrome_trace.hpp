@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file writer/chrome_trace.hpp
-/// The Kineto `.pt.trace.json` writer (era E, spec trace-format §2-§8, checklist §13).
+/// The Kineto `.pt.trace.json` writer (era E, docs/trace-format.md, checklist #writer-checklist).
 
 #include <cstddef>
 #include <cstdint>

@@ -2,8 +2,9 @@
 #pragma once
 /// @file writer/profile_config.hpp
 /// Profile options from a JSON file or environment variables, in the manner of HuggingFace
-/// Accelerate's `ProfileKwargs` (spec profiler-api §9): a program built once with
-/// `profile_options_from_env()` is profiled, or not, and with which options, without recompiling.
+/// Accelerate's `ProfileKwargs` (docs/profiler-rules.md#accelerate-options): a program built once
+/// with `profile_options_from_env()` is profiled, or not, and with which options, without
+/// recompiling.
 ///
 /// JSON (every key optional; unknown keys are an error, as a dataclass rejects unknown kwargs):
 /// @code{.json}

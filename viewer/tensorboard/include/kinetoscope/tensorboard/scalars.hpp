@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #pragma once
 /// @file tensorboard/scalars.hpp
-/// Per-step scalars for TensorBoard's Scalars tab (spec tensorboard-files §3.4, §3.6): each
+/// Per-step scalars for TensorBoard's Scalars tab (docs/tensorboard-files.md#step-scalars): each
 /// recorded `ProfilerStep#N` of a window becomes one event record at step N whose values are
 /// the Overview numbers the viewer shows for that step.
 ///

@@ -2,7 +2,7 @@
 #pragma once
 /// @file tensorboard/tfevents.hpp
 /// TensorBoard event files ("tfevents"): a scalar writer and a reader
-/// (spec tensorboard-files §2-§3). Records are TFRecord-framed serialized `Event` protos.
+/// (docs/tensorboard-files.md). Records are TFRecord-framed serialized `Event` protos.
 
 #include <cstddef>
 #include <cstdint>
@@ -52,7 +52,7 @@ inline constexpr double wall_time_now = std::numeric_limits<double>::quiet_NaN()
  * written with one write call; add_scalars() flushes, so a killed process leaves whole
  * records plus at most a truncated last record. Errors throw std::runtime_error
  * ("tfevents: <path>: <reason>"). Not thread-safe: use one writer per process and run.
- * Values are written in the legacy `simple_value` form (spec §3.4, 1).
+ * Values are written in the legacy `simple_value` form (docs/tensorboard-files.md#step-scalars, 1).
  *
  * **Example**:
  * @code
@@ -84,7 +84,8 @@ class event_file_writer {
 };
 
 /// Encodes one TFRecord record around `payload`: length, masked length CRC, payload,
-/// masked payload CRC (spec §3.2). **Example**: `auto rec = tfrecord_frame(event_bytes);`
+/// masked payload CRC (tensorboard-files.md#record-framing). **Example**: `auto rec =
+/// tfrecord_frame(event_bytes);`
 std::string tfrecord_frame(const std::string& payload);
 
 /// Serialized `Event{wall_time, file_version}` payload (no framing).
