@@ -5,7 +5,7 @@
 // and screenshotted.
 //
 //   node web/tests/browser.mjs --bin build/viewer/kinetoscope --sample build/samples/cnn_train \
-//        --shared tests/data/real --out /tmp/screenshots
+//        --real-traces tests/data/real --out /tmp/screenshots
 //
 // Exits 0 when every check passed, 1 with one line per failed check otherwise, 2 on bad usage.
 // The server is killed on every path (checks failing, exceptions, signals).
@@ -30,7 +30,7 @@ const VIEW_TIMEOUT_MS = 60000;
 
 function usage(message) {
   console.error(`browser test: ${message}`);
-  console.error('usage: node browser.mjs --bin KINETOSCOPE --sample CNN_TRAIN --shared DIR --out DIR');
+  console.error('usage: node browser.mjs --bin KINETOSCOPE --sample CNN_TRAIN --real-traces DIR --out DIR');
   process.exit(2);
 }
 
@@ -38,20 +38,20 @@ function parseArgs(argv) {
   const opts = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const key = { '--bin': 'bin', '--sample': 'sample', '--shared': 'shared', '--out': 'out' }[a];
+    const key = { '--bin': 'bin', '--sample': 'sample', '--real-traces': 'realTraces', '--out': 'out' }[a];
     if (!key) usage(`unknown argument ${a}`);
     if (i + 1 >= argv.length) usage(`${a} needs a value`);
     opts[key] = resolve(argv[++i]);
   }
-  for (const k of ['bin', 'sample', 'shared', 'out']) if (!opts[k]) usage(`--${k} is required`);
+  for (const [k, flag] of [['bin', 'bin'], ['sample', 'sample'], ['realTraces', 'real-traces'], ['out', 'out']]) if (!opts[k]) usage(`--${flag} is required`);
   if (!existsSync(opts.bin)) usage(`no kinetoscope binary at ${opts.bin}`);
   if (!existsSync(opts.sample)) usage(`no cnn_train binary at ${opts.sample}`);
-  if (!existsSync(join(opts.shared, 'traces'))) usage(`no traces/ under ${opts.shared}`);
+  if (!existsSync(join(opts.realTraces, 'traces'))) usage(`no traces/ under ${opts.realTraces}`);
   if (!existsSync(CHROMIUM)) usage(`${CHROMIUM} is missing (apt-get install chromium)`);
   return opts;
 }
 
-/// A small Kineto trace with nn.Module python_function events (none of the shared traces has
+/// A small Kineto trace with nn.Module python_function events (none of the real traces has
 /// module data): two steps of Net_0(Linear_0, ReLU_0, Dropout_0) and a top-level Loss_0.
 function moduleTrace() {
   const ev = [];
@@ -237,7 +237,7 @@ async function main() {
   tmp = mkdtempSync(join(tmpdir(), 'kinetoscope-browser-'));
   const logdir = join(tmp, 'logdir');
   mkdirSync(logdir);
-  for (const r of RUNS) cpSync(join(opts.shared, 'traces', r), join(logdir, r), { recursive: true });
+  for (const r of RUNS) cpSync(join(opts.realTraces, 'traces', r), join(logdir, r), { recursive: true });
   mkdirSync(join(logdir, 'modules'));
   writeFileSync(join(logdir, 'modules', 'worker0.pt.trace.json'), moduleTrace());
 
@@ -256,7 +256,7 @@ async function main() {
   check(status.files.every((f) => f.state === 'loaded'), `every file loaded (${status.files.filter((f) => f.state !== 'loaded').map((f) => `${f.path}: ${f.state} ${f.error}`).join('; ') || 'all'})`);
 
   // Expected numbers from the plugin (tests/data/real/expected) and the server itself.
-  const expectedResnet = JSON.parse(readFileSync(join(opts.shared, 'expected', 'resnet50_v100',
+  const expectedResnet = JSON.parse(readFileSync(join(opts.realTraces, 'expected', 'resnet50_v100',
     'worker0.1623143089861.pt.trace.json.gz.expected.json'), 'utf8'));
   const workerOf = async (run, view) => (await getJson(base, `workers?run=${encodeURIComponent(run)}&view=${encodeURIComponent(view)}`))[0];
   const spansOf = async (run, worker) => getJson(base, `spans?run=${encodeURIComponent(run)}&worker=${encodeURIComponent(worker)}`);
