@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <initializer_list>
 #include <iterator>
@@ -71,11 +72,14 @@ bool is_tc_eligible_op(std::string_view op_name);
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
-/// A list of `std::uint32_t` indices in 8 bytes (a `std::vector` takes 24): one pointer to a heap
-/// block holding {size, capacity, items...}, nullptr while empty. Every tree node has two of
-/// them (children, runtimes) and most are empty, so on traces of millions of small events this
-/// is 32 bytes less per node. Enough of std::vector's interface for the tree code: iterators
-/// are plain pointers.
+/// A list of `std::uint32_t` indices in 8 bytes (a `std::vector` takes 24). Empty: all zero. One
+/// item: held inline (word 0 = 1, word 1 = the item), no allocation. More: a pointer to one heap
+/// block {size, capacity, items...} (malloc's 16-byte alignment keeps its low word from being
+/// 1). Every tree node has two of them (children, runtimes), each runtime one (devices); most
+/// hold zero or one item (one kernel per launch, one launch per operator), so on traces of
+/// millions of events this saves 32 bytes per node and a heap block per single-item list.
+/// Enough of std::vector's interface for the tree code: iterators are plain pointers, valid
+/// until the list changes.
 class index_list {
  public:
   using value_type = std::uint32_t;
@@ -86,7 +90,7 @@ class index_list {
   index_list(std::initializer_list<std::uint32_t> items) { assign(items.begin(), items.end()); }
   index_list(const std::vector<std::uint32_t>& items) { assign(items.data(), items.data() + items.size()); }  // NOLINT
   index_list(const index_list& o) { assign(o.begin(), o.end()); }
-  index_list(index_list&& o) noexcept : p_(o.p_) { o.p_ = nullptr; }
+  index_list(index_list&& o) noexcept : w_{o.w_[0], o.w_[1]} { o.w_[0] = o.w_[1] = 0; }
   index_list& operator=(const index_list& o) {
     if (this != &o) {
       index_list copy(o);
@@ -104,35 +108,33 @@ class index_list {
     swap(copy);
     return *this;
   }
-  ~index_list() { std::free(p_); }
-  void swap(index_list& o) noexcept { std::swap(p_, o.p_); }
+  ~index_list() { std::free(heap()); }
+  void swap(index_list& o) noexcept {
+    std::swap(w_[0], o.w_[0]);
+    std::swap(w_[1], o.w_[1]);
+  }
 
-  std::size_t size() const noexcept { return p_ == nullptr ? 0 : p_[0]; }
+  std::size_t size() const noexcept { return inline_one() ? 1 : (heap() == nullptr ? 0 : heap()[0]); }
   bool empty() const noexcept { return size() == 0; }
-  std::uint32_t* begin() noexcept { return p_ == nullptr ? nullptr : p_ + 2; }
+  std::uint32_t* begin() noexcept { return inline_one() ? &w_[1] : (heap() == nullptr ? nullptr : heap() + 2); }
   std::uint32_t* end() noexcept { return begin() + size(); }
-  const std::uint32_t* begin() const noexcept { return p_ == nullptr ? nullptr : p_ + 2; }
+  const std::uint32_t* begin() const noexcept { return const_cast<index_list*>(this)->begin(); }
   const std::uint32_t* end() const noexcept { return begin() + size(); }
-  std::uint32_t& operator[](std::size_t i) noexcept { return p_[2 + i]; }
-  std::uint32_t operator[](std::size_t i) const noexcept { return p_[2 + i]; }
-  std::uint32_t front() const noexcept { return p_[2]; }
-  std::uint32_t back() const noexcept { return p_[2 + size() - 1]; }
+  std::uint32_t& operator[](std::size_t i) noexcept { return begin()[i]; }
+  std::uint32_t operator[](std::size_t i) const noexcept { return begin()[i]; }
+  std::uint32_t front() const noexcept { return begin()[0]; }
+  std::uint32_t back() const noexcept { return begin()[size() - 1]; }
   void clear() noexcept {
-    if (p_ != nullptr) p_[0] = 0;
+    if (inline_one()) w_[0] = w_[1] = 0;
+    else if (heap() != nullptr) heap()[0] = 0;
   }
-  void push_back(std::uint32_t v) {
-    grow(size() + 1);
-    p_[2 + p_[0]++] = v;
-  }
+  void push_back(std::uint32_t v) { insert(end(), v); }
   /// Inserts `v` before `pos`; returns an iterator to it.
   std::uint32_t* insert(const std::uint32_t* pos, std::uint32_t v) {
+    const std::uint32_t one[1] = {v};
     const std::size_t at = static_cast<std::size_t>(pos - begin());
-    grow(size() + 1);
-    std::uint32_t* b = p_ + 2;
-    std::copy_backward(b + at, b + p_[0], b + p_[0] + 1);
-    b[at] = v;
-    ++p_[0];
-    return b + at;
+    insert(pos, one, one + 1);
+    return begin() + at;
   }
   /// Inserts [first, last) (not from this list) before `pos`.
   template <class It>
@@ -140,52 +142,73 @@ class index_list {
     const std::size_t at = static_cast<std::size_t>(pos - begin());
     const auto n = static_cast<std::size_t>(std::distance(first, last));
     if (n == 0) return;
-    grow(size() + n);
-    std::uint32_t* b = p_ + 2;
-    std::copy_backward(b + at, b + p_[0], b + p_[0] + n);
+    const std::size_t old = size();
+    if (old == 0 && n == 1 && heap() == nullptr) {  // inline (a heap block, even empty, is kept)
+      w_[0] = 1;
+      w_[1] = static_cast<std::uint32_t>(*first);
+      return;
+    }
+    std::uint32_t* b = grow(old + n);
+    std::copy_backward(b + at, b + old, b + old + n);
     std::copy(first, last, b + at);
-    p_[0] += static_cast<std::uint32_t>(n);
+    heap()[0] = static_cast<std::uint32_t>(old + n);
   }
   /// Removes [first, last); returns `first`.
   std::uint32_t* erase(const std::uint32_t* first, const std::uint32_t* last) {
     std::uint32_t* b = begin();
     const std::size_t from = static_cast<std::size_t>(first - b), to = static_cast<std::size_t>(last - b);
     if (from == to) return b + from;
+    if (inline_one()) {  // the one item goes
+      w_[0] = w_[1] = 0;
+      return begin();
+    }
     std::copy(b + to, b + size(), b + from);
-    p_[0] -= static_cast<std::uint32_t>(to - from);
+    heap()[0] -= static_cast<std::uint32_t>(to - from);
     return b + from;
   }
-  /// Heap bytes held (0 when empty).
-  std::size_t heap_bytes() const noexcept { return p_ == nullptr ? 0 : (2 + std::size_t{p_[1]}) * sizeof(std::uint32_t); }
+  /// Heap bytes held (0 when empty or inline).
+  std::size_t heap_bytes() const noexcept {
+    return heap() == nullptr ? 0 : (2 + std::size_t{heap()[1]}) * sizeof(std::uint32_t);
+  }
   friend bool operator==(const index_list& a, const index_list& b) noexcept {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
 
  private:
-  void assign(const std::uint32_t* first, const std::uint32_t* last) {
-    const auto n = static_cast<std::size_t>(last - first);
-    if (n == 0) return;
-    grow(n);
-    std::copy(first, last, p_ + 2);
-    p_[0] = static_cast<std::uint32_t>(n);
+  bool inline_one() const noexcept { return w_[0] == 1; }
+  std::uint32_t* heap() const noexcept {
+    if (inline_one()) return nullptr;
+    std::uint32_t* p = nullptr;
+    std::memcpy(&p, w_, sizeof p);
+    return p;
   }
-  /// Room for `n` items (capacity grows 1, 2, 4, ...: most lists hold one or two).
-  void grow(std::size_t n) {
-    const std::size_t cap = p_ == nullptr ? 0 : p_[1];
-    if (n <= cap) return;
+  void assign(const std::uint32_t* first, const std::uint32_t* last) { insert(end(), first, last); }
+  /// Makes the list a heap block with room for `n` items (capacity doubles from 2); returns
+  /// its items.
+  std::uint32_t* grow(std::size_t n) {
+    std::uint32_t* p = heap();
+    const std::size_t cap = p == nullptr ? 0 : p[1];
+    if (n <= cap) return p + 2;
     if (n > 0xFFFFFFFEu) throw std::length_error("index_list too long");
-    std::size_t fresh = cap == 0 ? 1 : cap;
+    std::size_t fresh = std::max<std::size_t>(cap, 2);
     while (fresh < n) fresh *= 2;
     fresh = std::min<std::size_t>(fresh, 0xFFFFFFFEu);
-    auto* q = static_cast<std::uint32_t*>(std::realloc(p_, (2 + fresh) * sizeof(std::uint32_t)));
+    const bool was_inline = inline_one();
+    const std::uint32_t item = w_[1];
+    auto* q = static_cast<std::uint32_t*>(std::realloc(p, (2 + fresh) * sizeof(std::uint32_t)));
     if (q == nullptr) throw std::bad_alloc();
-    if (p_ == nullptr) q[0] = 0;
+    if (p == nullptr) {
+      q[0] = was_inline ? 1 : 0;
+      if (was_inline) q[2] = item;
+    }
     q[1] = static_cast<std::uint32_t>(fresh);
-    p_ = q;
+    std::memcpy(w_, &q, sizeof q);
+    return q + 2;
   }
 
-  std::uint32_t* p_ = nullptr;
+  alignas(std::uint32_t*) std::uint32_t w_[2] = {0, 0};
 };
+static_assert(sizeof(std::uint32_t*) == 8, "index_list packs a pointer into two 32-bit words");
 
 /// A kernel, memcpy or memset event (spec §3.1 "device node"). Fields ordered widest first so
 /// that no padding is left: 64 bytes.
