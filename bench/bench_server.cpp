@@ -7,10 +7,18 @@
 /// size. Goal (issue #4): every view request <= 50 ms on a loaded 1 GB trace, first included.
 /// Prints figures only.
 ///
-/// Usage: bench_server [--quick] [--mb N] [--no-keep]
-///   --quick: 100 MB; --mb N: N MB (also $KINETOSCOPE_BENCH_MB); --no-keep: delete the file.
+/// Then the same load on a trace of many small CPU events (gen_big_trace --small: ~2.4 M
+/// short nested cpu_ops in 300 MB), the shape where the server's resident size is largest
+/// against the file: the RSS after load, its ratio to the file size (goal: <= 1x the file) and
+/// where the bytes go (model, op tree, timeline index, memory index). Each trace is measured in
+/// its own child process, so neither sees the other's freed heap.
+///
+/// Usage: bench_server [--quick] [--mb N] [--small-mb N] [--no-keep]
+///   --quick: 100 MB and 30 MB; --mb N: N MB (also $KINETOSCOPE_BENCH_MB); --small-mb N: the
+///   small-events trace's size (default 300); --no-keep: delete the files.
 
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +36,7 @@
 
 #include "server/api.hpp"
 #include "server/store.hpp"
+#include "server/timeline.hpp"
 
 #include "big_trace_file.hpp"
 
@@ -58,26 +67,115 @@ double max_rss_mb() {
   return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
+
+/// A logdir in $TMPDIR holding `trace` as big/worker0.pt.trace.json (a symlink).
+fs::path make_logdir(const std::string& trace, const char* tag) {
+  const char* tmp = std::getenv("TMPDIR");
+  const fs::path logdir = fs::path(tmp != nullptr ? tmp : "/tmp") /
+                          (std::string("kinetoscope_bench_server_") + tag + std::to_string(::getpid()));
+  fs::remove_all(logdir);
+  fs::create_directories(logdir / "big");
+  fs::create_symlink(trace, logdir / "big" / "worker0.pt.trace.json");
+  return logdir;
+}
+
+/// The many-small-events trace: load time, RSS against the file size, and the byte breakdown.
+int run_small_events(double mb, bool keep) {
+  std::printf("\nbench_server: store on a %.0f MB trace of many small CPU events\n", mb);
+  const std::string trace = bench::ensure_small_events_trace(mb);
+  const fs::path logdir = make_logdir(trace, "small_");
+  const double rss_before = rss_mb();
+  kinetoscope::server::store_options options;
+  options.logdir = logdir.string();
+  options.reload_interval_s = 0;
+  options.follow_outside_symlinks = true;
+  int status = 0;
+  {
+    kinetoscope::server::store s(options);
+    const auto t0 = clock_type::now();
+    s.start();
+    if (!s.wait_idle(std::chrono::minutes(10))) status = 1;
+    const double load_ms = ms_since(t0);
+    const auto files = s.files();
+    if (files.empty() || files.front().state != kinetoscope::server::file_state::loaded) {
+      std::fprintf(stderr, "bench_server: the trace did not load: %s\n", files.empty() ? "no file" : files.front().error.c_str());
+      fs::remove_all(logdir);
+      return 1;
+    }
+    const auto& p = *files.front().loaded;
+    const double file_mb = static_cast<double>(files.front().size) / 1e6;
+    const double rss = rss_mb() - rss_before;
+    std::printf("  file            %.1f MB, %zu events (%.0f bytes per event)\n", file_mb, p.model.events.size(),
+                static_cast<double>(files.front().size) / static_cast<double>(std::max<std::size_t>(p.model.events.size(), 1)));
+    std::printf("  store load      %.0f ms\n", load_ms);
+    std::printf("  RSS             %.0f MB after load (+%.0f MB over the empty process), peak %.0f MB\n", rss_mb(), rss,
+                max_rss_mb());
+    std::printf("  RSS / file      %.2fx (goal <= 1x the file)\n", rss / file_mb);
+    const double per = 1e6 / static_cast<double>(std::max<std::size_t>(p.model.events.size(), 1));
+    const auto line = [&](const char* what, std::size_t bytes) {
+      std::printf("    %-14s %7.1f MB  %6.1f bytes/event\n", what, static_cast<double>(bytes) / 1e6,
+                  static_cast<double>(bytes) / 1e6 * per);
+    };
+    std::printf("  heap by table (accounted, capacities):\n");
+    line("model", p.model.heap_bytes());
+    line("op tree", p.trees.heap_bytes());
+    line("timeline", p.timeline ? p.timeline->stats().memory_bytes : 0);
+    line("memory index", p.memory_index.memory_bytes());
+  }
+  fs::remove_all(logdir);
+  if (!keep) fs::remove(trace);
+  return status;
+}
+
+/// The ResNet-shaped trace: store load, RSS, then every view route.
+int run_resnet(double mb, bool keep);
+
+/// Runs `fn` in a child process (a clean heap for its RSS figures); its exit status.
+template <class F>
+int in_child(F fn) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    int rc = 1;
+    try {
+      rc = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_server: %s\n", e.what());
+    }
+    std::fflush(stdout);
+    _exit(rc);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bench::big_trace_args args = bench::parse_big_trace_args(argc, argv);
   double mb = args.quick ? 100 : 1000;
+  double small_mb = args.quick ? 30 : 300;
   if (const char* env = std::getenv("KINETOSCOPE_BENCH_MB")) mb = std::strtod(env, nullptr);
-  for (int i = 1; i + 1 < argc; ++i)
+  for (int i = 1; i + 1 < argc; ++i) {
     if (std::strcmp(argv[i], "--mb") == 0) mb = std::strtod(argv[i + 1], nullptr);
-  if (!(mb >= 1)) {
-    std::fprintf(stderr, "bench_server: --mb wants a size >= 1\n");
+    if (std::strcmp(argv[i], "--small-mb") == 0) small_mb = std::strtod(argv[i + 1], nullptr);
+  }
+  if (!(mb >= 1) || !(small_mb >= 1)) {
+    std::fprintf(stderr, "bench_server: --mb and --small-mb want a size >= 1\n");
     return 2;
   }
+  const int a = in_child([&] { return run_resnet(mb, args.keep); });
+  const int b = in_child([&] { return run_small_events(small_mb, args.keep); });
+  return a != 0 ? a : b;
+}
 
+namespace {
+
+int run_resnet(double mb, bool keep) {
   std::printf("bench_server: store + JSON API on a %.0f MB trace\n", mb);
   const std::string trace = bench::ensure_big_trace(bench::big_trace_input(), mb, false);
-  const char* tmp = std::getenv("TMPDIR");
-  const fs::path logdir = fs::path(tmp != nullptr ? tmp : "/tmp") / ("kinetoscope_bench_server_" + std::to_string(::getpid()));
-  fs::remove_all(logdir);
-  fs::create_directories(logdir / "big");
-  fs::create_symlink(trace, logdir / "big" / "worker0.pt.trace.json");
+  const fs::path logdir = make_logdir(trace, "");
 
   const double rss_before = rss_mb();
   kinetoscope::server::store_options options;
@@ -176,6 +274,8 @@ int main(int argc, char** argv) {
     std::printf("\n  slowest first view request: %.1f ms (goal <= 50 ms)\n", worst_first);
   }
   fs::remove_all(logdir);
-  if (!args.keep) fs::remove(trace);
+  if (!keep) fs::remove(trace);
   return status;
 }
+
+}  // namespace

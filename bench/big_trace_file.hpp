@@ -16,6 +16,8 @@
 
 /// Defined in gen_big_trace.cpp (compiled into the benchmark with KINETOSCOPE_GEN_NO_MAIN).
 std::uint64_t generate_big_trace(const std::string& input, const std::string& out_path, double size_mb, bool gzip);
+/// Also there: a synthetic trace of many small CPU events (same_ts: all at one ts).
+std::uint64_t generate_small_events_trace(const std::string& out_path, double size_mb, bool same_ts);
 
 #ifndef KINETOSCOPE_REAL_TRACES_DIR
 #define KINETOSCOPE_REAL_TRACES_DIR "tests/data/real"
@@ -72,6 +74,23 @@ inline std::string ensure_big_trace(const std::string& input, double mb, bool gz
   int status = 0;
   waitpid(pid, &status, 0);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("cannot generate " + path);
+  std::printf("  generated %s in %.1f s\n", path.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return path;
+}
+
+/// The path of the `mb`-megabyte trace of many small CPU events
+/// ("kinetoscope_bench_small_<mb>MB.pt.trace.json"), generating it first when missing.
+inline std::string ensure_small_events_trace(double mb) {
+  namespace fs = std::filesystem;
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp != nullptr ? tmp : "/tmp") + "/kinetoscope_bench_small_" +
+                           std::to_string(static_cast<int>(mb)) + "MB.pt.trace.json";
+  std::error_code ec;
+  const auto size = fs::file_size(path, ec);
+  if (!ec && static_cast<double>(size) >= mb * 1e6) return path;
+  const auto t0 = std::chrono::steady_clock::now();
+  generate_small_events_trace(path, mb, false);  // streamed: leaves no heap behind
   std::printf("  generated %s in %.1f s\n", path.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   return path;

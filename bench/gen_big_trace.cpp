@@ -8,9 +8,10 @@
 /// once, at the end, with the span widened to cover all replicas. The output is streamed (only
 /// the small input is held as a DOM).
 ///
-/// Usage: gen_big_trace OUT.json SIZE_MB [--gzip] [--input TRACE.json[.gz]]
-/// (default input:
-/// $KINETOSCOPE_REAL_TRACES/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz)
+/// Usage: gen_big_trace OUT.json SIZE_MB [--gzip] [--input TRACE.json[.gz]] [--small | --same-ts]
+/// (--small / --same-ts: synthetic traces of many small CPU events instead, see
+/// generate_small_events_trace)
+/// (default input: $KINETOSCOPE_REAL_TRACES/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz)
 
 #include <zlib.h>
 
@@ -297,22 +298,103 @@ std::uint64_t generate_big_trace(const std::string& input, const std::string& ou
   return static_cast<std::uint64_t>(std::filesystem::file_size(out_path));
 }
 
+/// Writes a trace of many small CPU events, at least `size_mb` MB, to `out_path` (plain JSON);
+/// returns the bytes written. `same_ts` false: one thread of `ProfilerStep#N` ranges, each
+/// holding 2 500 groups of four short `cpu_op`s nested up to three deep (1-9 µs, short names,
+/// args = External id only), about 120 bytes per event. `same_ts` true: every event is a
+/// one-line `cpu_op` at ts 1000 with dur 0 and no args (about 78 bytes per event), the shape
+/// that once made `analyze` run out of memory.
+std::uint64_t generate_small_events_trace(const std::string& out_path, double size_mb, bool same_ts) {
+  static constexpr std::string_view names[][4] = {
+      {"aten::linear", "aten::t", "aten::addmm", "aten::mm"},
+      {"aten::conv2d", "aten::view", "aten::convolution", "aten::add_"},
+      {"aten::relu", "aten::empty", "aten::clamp_min", "aten::copy_"},
+      {"aten::add", "aten::to", "aten::mul", "aten::fill_"},
+  };
+  out_file out(out_path, false);
+  const double target = size_mb * 1e6;
+  out.put("{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n");
+  std::int64_t ext = 1;
+  bool first = true;
+  if (same_ts) {
+    std::uint64_t i = 0;
+    while (static_cast<double>(out.bytes()) < target) {
+      if (!first) out.put(",\n");
+      first = false;
+      out.put("{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"");
+      out.put(names[i % 4][(i / 4) % 4]);
+      out.put("\",\"pid\":1,\"tid\":1,\"ts\":1000,\"dur\":0}");
+      ++i;
+    }
+  } else {
+    constexpr int groups_per_step = 2500;
+    constexpr double group_us = 10;  // 9 µs of ops + 1 µs gap
+    double t = 1000;
+    std::int64_t step = 1;
+    auto op = [&](std::string_view name, double ts, double dur) {
+      out.put(",\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"");
+      out.put(name);
+      out.put("\", \"pid\": 7, \"tid\": 7, \"ts\": ");
+      out.put_time(ts);
+      out.put(", \"dur\": ");
+      out.put_time(dur);
+      out.put(", \"args\": {\"External id\": ");
+      out.put_int(ext++);
+      out.put("}}");
+    };
+    while (static_cast<double>(out.bytes()) < target) {
+      out.put(first ? "  " : ",\n  ");
+      first = false;
+      out.put("{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#");
+      out.put_int(step);
+      out.put("\", \"pid\": 7, \"tid\": 7, \"ts\": ");
+      out.put_time(t);
+      out.put(", \"dur\": ");
+      out.put_time(groups_per_step * group_us);
+      out.put(", \"args\": {\"External id\": ");
+      out.put_int(ext++);
+      out.put("}}");
+      for (int g = 0; g < groups_per_step; ++g) {
+        const double s = t + g * group_us + 0.5;
+        const auto& n = names[(g + step) % 4];
+        op(n[0], s, 9);          // outer
+        op(n[1], s + 0.5, 2.5);  // first child
+        op(n[2], s + 3.5, 5);    // second child
+        op(n[3], s + 4, 3.5);    // grandchild
+      }
+      t += groups_per_step * group_us + 5;
+      ++step;
+    }
+    out.put(",\n  {\"ph\": \"X\", \"cat\": \"Trace\", \"name\": \"PyTorch Profiler (0)\", \"pid\": \"Spans\", "
+            "\"tid\": \"PyTorch Profiler\", \"ts\": 1000, \"dur\": ");
+    out.put_time(t - 1000);
+    out.put(", \"args\": {\"Op count\": 0}}");
+  }
+  out.put("\n]}\n");
+  out.close();
+  return static_cast<std::uint64_t>(std::filesystem::file_size(out_path));
+}
+
 #ifndef KINETOSCOPE_GEN_NO_MAIN
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: gen_big_trace OUT.json SIZE_MB [--gzip] [--input TRACE]\n");
+    std::fprintf(stderr, "usage: gen_big_trace OUT.json SIZE_MB [--gzip] [--input TRACE] [--small | --same-ts]\n");
     return 2;
   }
   bool gzip = false;
+  int small = 0;  // 1: many small events, 2: all events at one ts
   const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
   std::string input = std::string(real != nullptr ? real : KINETOSCOPE_REAL_TRACES_DIR) +
                       "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";
   for (int i = 3; i < argc; ++i) {
     if (std::strcmp(argv[i], "--gzip") == 0) gzip = true;
     else if (std::strcmp(argv[i], "--input") == 0 && i + 1 < argc) input = argv[++i];
+    else if (std::strcmp(argv[i], "--small") == 0) small = 1;
+    else if (std::strcmp(argv[i], "--same-ts") == 0) small = 2;
   }
   try {
-    const std::uint64_t n = generate_big_trace(input, argv[1], std::atof(argv[2]), gzip);
+    const std::uint64_t n = small != 0 ? generate_small_events_trace(argv[1], std::atof(argv[2]), small == 2)
+                                       : generate_big_trace(input, argv[1], std::atof(argv[2]), gzip);
     std::printf("%s: %llu bytes\n", argv[1], static_cast<unsigned long long>(n));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gen_big_trace: %s\n", e.what());

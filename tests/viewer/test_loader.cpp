@@ -218,7 +218,24 @@ TEST_CASE("loader: every real trace loads with independently computed counts") {
     std::map<event_type, std::size_t> per_type;
     for (const event& e : m.events) ++per_type[e.type];
     CHECK(per_type == x.per_type);
-    CHECK(m.ops.size() == per_type[event_type::op] + per_type[event_type::user_annotation] + per_type[event_type::python]);
+    // Op/annotation/python events with some op arg have one op_args entry each; events without
+    // any have none (extra = no_index) instead of an entry of defaults.
+    std::size_t with_args = 0, defaults = 0;
+    std::vector<char> used(m.ops.size(), 0);
+    for (const event& e : m.events) {
+      if (e.type != event_type::op && e.type != event_type::user_annotation && e.type != event_type::python) continue;
+      if (e.extra == no_index) continue;
+      ++with_args;
+      REQUIRE(e.extra < m.ops.size());
+      used[e.extra] = 1;
+      const op_args& a = m.ops[e.extra];
+      if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 && a.fwd_thread_id == -1)
+        ++defaults;
+    }
+    CHECK(with_args == m.ops.size());
+    CHECK(std::count(used.begin(), used.end(), 1) == static_cast<std::ptrdiff_t>(m.ops.size()));
+    CHECK(defaults == 0);
+    CHECK(m.ops.size() <= per_type[event_type::op] + per_type[event_type::user_annotation] + per_type[event_type::python]);
     CHECK(m.kernels.size() == per_type[event_type::kernel]);
     // Stable sort by ts: the same (ts, name) sequence as a stable sort of the file's events.
     REQUIRE(m.events.size() == x.events.size());

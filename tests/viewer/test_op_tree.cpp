@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "op_tree_test_builder.hpp"
 
@@ -513,4 +514,90 @@ TEST_CASE("op_tree: Lightning profile and module events") {
   CHECK(child_names(t, pl_mod) == std::vector<std::string>{"aten::linear"});
   CHECK(find_all(t, "nn.Module: Linear_0").empty());
   CHECK(operator_names(t) == std::vector<std::string>{"aten::linear"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory: the viewer keeps the model and the tree of every open file, one event and one node per
+// host event, so on traces of many small events their sizes decide the server's resident size.
+// These guards assert on deterministic byte accounting (never RSS).
+
+TEST_CASE("op_tree memory: node sizes") {
+  CHECK(sizeof(index_list) == 8);
+  CHECK(sizeof(op_node) <= 160);      // 208 with std::vector lists and padding
+  CHECK(sizeof(runtime_node) <= 72);  // 96
+  CHECK(sizeof(device_node) <= 64);   // 80
+  CHECK(sizeof(event) == 64);
+}
+
+TEST_CASE("op_tree memory: index_list behaves like the vector it replaces") {
+  index_list l;
+  CHECK(l.empty());
+  CHECK(l.heap_bytes() == 0);
+  CHECK(l.begin() == l.end());
+  l.push_back(0);
+  CHECK(l.size() == 1);
+  CHECK(l.heap_bytes() == 0);  // one item is held inline
+  l.erase(l.begin(), l.end());
+  CHECK(l.empty());
+  for (std::uint32_t i = 0; i < 5; ++i) l.push_back(i * 10);  // 0 10 20 30 40
+  CHECK(l.heap_bytes() > 0);
+  l.insert(l.begin() + 2, 15u);                                // 0 10 15 20 30 40
+  const std::vector<std::uint32_t> more{1, 2};
+  l.insert(l.end(), more.begin(), more.end());                 // ... 40 1 2
+  CHECK(std::vector<std::uint32_t>(l.begin(), l.end()) == std::vector<std::uint32_t>{0, 10, 15, 20, 30, 40, 1, 2});
+  l.erase(std::remove_if(l.begin(), l.end(), [](std::uint32_t v) { return v < 10; }), l.end());
+  CHECK(std::vector<std::uint32_t>(l.begin(), l.end()) == std::vector<std::uint32_t>{10, 15, 20, 30, 40});
+  std::sort(l.begin(), l.end(), [](std::uint32_t a, std::uint32_t b) { return a > b; });
+  CHECK(l.front() == 40);
+  CHECK(l.back() == 10);
+  index_list copy = l;
+  CHECK(copy == l);
+  index_list moved = std::move(copy);
+  CHECK(copy.empty());  // NOLINT(bugprone-use-after-move): moved-from lists are empty
+  CHECK(moved == l);
+  moved = std::vector<std::uint32_t>{7};
+  CHECK(moved.size() == 1);
+  CHECK(moved[0] == 7);
+  l.clear();
+  CHECK(l.empty());
+}
+
+TEST_CASE("op_tree memory: bytes per event on a trace of many small cpu_ops") {
+  // 40 steps x 250 groups of four nested cpu_ops with short names and only an External id
+  // (the shape of bench_server's small-events trace): about 130 bytes of JSON per event.
+  std::string text = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
+  const char* names[4] = {"aten::linear", "aten::t", "aten::addmm", "aten::mm"};
+  long ext = 1;
+  double t = 1000;
+  const auto ev = [&](const std::string& cat, const std::string& name, double ts, double dur) {
+    text += "  {\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": 7, \"tid\": 7, \"ts\": " +
+            std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + ", \"args\": {\"External id\": " +
+            std::to_string(ext++) + "}},\n";
+  };
+  for (int step = 1; step <= 40; ++step) {
+    ev("user_annotation", "ProfilerStep#" + std::to_string(step), t, 2500);
+    for (int g = 0; g < 250; ++g) {
+      const double s = t + g * 10 + 0.5;
+      ev("cpu_op", names[0], s, 9);
+      ev("cpu_op", names[1], s + 0.5, 2.5);
+      ev("cpu_op", names[2], s + 3.5, 5);
+      ev("cpu_op", names[3], s + 4, 3.5);
+    }
+    t += 2505;
+  }
+  text.resize(text.size() - 2);  // the last ",\n"
+  text += "\n]}\n";
+  load_result r = load_trace_buffer(text, "small_events");
+  REQUIRE(r.model);
+  const trace_model& m = *r.model;
+  REQUIRE(m.events.size() == 40 * 1001);
+  CHECK(m.ops.empty());                         // no arg worth an op_args entry
+  CHECK(m.events.capacity() == m.events.size());  // no spare capacity kept
+  const op_trees trees = build_op_tree(m);
+  CHECK(trees.nodes.size() >= m.events.size());
+  const double per_event = static_cast<double>(m.heap_bytes() + trees.heap_bytes()) / static_cast<double>(m.events.size());
+  MESSAGE("model + op tree: " << per_event << " bytes per event, JSON: "
+                              << static_cast<double>(text.size()) / static_cast<double>(m.events.size()));
+  // 64 (event) + 160 (node) + 4 (operators) + lists; was >= 64 + 32 (op_args) + 208 + 4 + lists.
+  CHECK(per_event <= 250);
 }

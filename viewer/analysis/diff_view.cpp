@@ -10,6 +10,8 @@ namespace {
 
 using node_list = std::vector<std::uint32_t>;
 
+node_list as_list(const index_list& l) { return node_list(l.begin(), l.end()); }
+
 /// The node kinds that anchor an alignment (the plugin's RUN_NODE_TYPES).
 bool is_anchor_kind(node_kind k) noexcept {
   switch (k) {
@@ -76,7 +78,7 @@ class differ {
     const diff_side& b = d.experimental;
     if (a.blank() || b.blank()) return d;
     if (!a.composite() && !b.composite()) {
-      compare(l_.nodes[a.nodes.front()].children, r_.nodes[b.nodes.front()].children, d);
+      compare(as_list(l_.nodes[a.nodes.front()].children), as_list(r_.nodes[b.nodes.front()].children), d);
     } else if (a.composite() && b.composite()) {
       compare(a.nodes, b.nodes, d);
     }
@@ -134,7 +136,7 @@ node_list top_level(const op_trees& t, const diff_options& options) {
   for (const std::uint32_t c : root.children) {
     if (t.nodes[c].kind == node_kind::profiler_step) steps.push_back(c);
   }
-  if (steps.empty()) return root.children;
+  if (steps.empty()) return as_list(root.children);
   node_list out;
   for (const std::uint32_t s : steps) {
     const auto& kids = t.nodes[s].children;

@@ -319,10 +319,20 @@ void reader::finish_event() {
       case event_type::op:
       case event_type::user_annotation:
       case event_type::python:
+      {
+        const op_args a{p.input_dims != 0 ? p.input_dims : p.input_dims_lower, p.input_types, p.call_stack, p.seq,
+                        p.fwd_tid};
+        // Most small events carry none of these args: they share "no entry" (extra = no_index,
+        // read as the defaults) instead of 32 bytes each.
+        if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 &&
+            a.fwd_thread_id == -1) {
+          ev.extra = no_index;
+          break;
+        }
         ev.extra = static_cast<std::uint32_t>(m_.ops.size());
-        m_.ops.push_back({p.input_dims != 0 ? p.input_dims : p.input_dims_lower, p.input_types, p.call_stack,
-                          p.seq, p.fwd_tid});
+        m_.ops.push_back(a);
         break;
+      }
       case event_type::kernel:
         ev.extra = static_cast<std::uint32_t>(m_.kernels.size());
         m_.kernels.push_back(p.kernel);
@@ -764,6 +774,12 @@ static std::size_t inflate_limit(std::uint64_t max_text_bytes) {
              : static_cast<std::size_t>(max_text_bytes) + 1;
 }
 
+/// Drops the spare capacity of `v` (a no-op when there is none).
+template <class T>
+static void shrink_exact(std::vector<T>& v) {
+  if (v.capacity() > v.size()) v.shrink_to_fit();
+}
+
 static std::size_t events_estimate(std::size_t text_size) { return text_size / 160 + 16; }
 
 static load_result error_result(const std::string& name, std::string reason, std::uint64_t offset = 0) {
@@ -774,9 +790,16 @@ static load_result error_result(const std::string& name, std::string reason, std
 
 /// The end of a successful load: sort, meta, and the file-level warnings first.
 static load_result finish_load(reader& r, trace_model& model, const std::vector<std::string>& pre_warnings) {
-  // The event table was reserved from the text size; give back a generous overshoot.
-  if (model.events.capacity() > model.events.size() + model.events.size() / 4) model.events.shrink_to_fit();
+  // The tables grew by doubling (the event table was reserved from the text size): the model is
+  // kept as long as the file is open in the viewer, so give every unused slot back.
+  shrink_exact(model.events);
   r.finish();
+  shrink_exact(model.ops);
+  shrink_exact(model.kernels);
+  shrink_exact(model.memory);
+  shrink_exact(model.python);
+  shrink_exact(model.fwdbwd);
+  shrink_exact(model.strings);
   for (const std::string& w : pre_warnings) {
     ++model.diagnostics.warnings[w];
     model.diagnostics.messages.insert(model.diagnostics.messages.begin(), "file: " + w);

@@ -130,7 +130,7 @@ void attribute_thread(const op_trees& trees, std::uint32_t root, std::vector<rec
       continue;
     }
     for (;;) {
-      const std::vector<std::uint32_t>& children = trees.nodes[current].children;
+      const index_list& children = trees.nodes[current].children;
       if (child_index >= children.size()) break;
       const op_node& child = trees.nodes[children[child_index]];
       if (r.ts < child.start) break;
@@ -684,7 +684,7 @@ memory_index build_memory_index(const trace_model& model, const op_trees& trees)
           emit(c);
           while (!stack.empty()) {
             open_node& top = stack.back();
-            const std::vector<std::uint32_t>& children = trees.nodes[top.node].children;
+            const index_list& children = trees.nodes[top.node].children;
             if (top.child < children.size()) {
               emit(children[top.child++]);  // may reallocate `stack`: `top` is not used after
             } else {

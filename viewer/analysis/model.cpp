@@ -117,6 +117,16 @@ std::uint32_t trace_model::intern(std::string_view s) {
   return id;
 }
 
+std::size_t trace_model::heap_bytes() const noexcept {
+  const auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t n = cap(strings) + cap(events) + cap(ops) + cap(kernels) + cap(memory) + cap(python) + cap(fwdbwd) +
+                  cap(devices) + cap(slots_);
+  // Strings longer than the small-string buffer live on the heap (capacity + the terminator).
+  for (const std::string& s : strings)
+    if (s.capacity() > std::string().capacity()) n += s.capacity() + 1;
+  return n;
+}
+
 std::string_view trace_model::id_text(std::int64_t id, bool is_string) const {
   if (!is_string) return {};
   const std::int64_t index = string_id_base - id;

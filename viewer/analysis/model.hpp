@@ -46,7 +46,7 @@ struct event {
   std::int64_t external_id = 0;     ///< args "external id" (era A) else "External id"; 0 = absent
   std::int64_t correlation = 0;     ///< args "correlation"; 0 = absent
   std::uint32_t name = 0;           ///< string id
-  std::uint32_t extra = no_index;   ///< index into the side table of its type (ops, kernels, memory, python)
+  std::uint32_t extra = no_index;   ///< index into the side table of its type (ops, kernels, memory, python); ops: no_index when every arg is absent
   event_type type = event_type::other;
   bool gpu_annotation = false;      ///< cat was gpu_user_annotation (pid = device, tid = stream)
   bool pid_is_string = false;       ///< pid was a non-numeric string ("Spans", "Traces", "CPU functions"):
@@ -56,7 +56,8 @@ struct event {
   double end() const noexcept { return ts + dur; }
 };
 
-/// Args of op / user_annotation / python events.
+/// Args of op / user_annotation / python events. Events whose args are all absent have no
+/// entry (event::extra = no_index): read them as a default op_args.
 struct op_args {
   std::uint32_t input_dims = 0;     ///< string id of the "Input Dims" (else "Input dims") JSON text, minified; 0 = absent
   std::uint32_t input_types = 0;    ///< string id of the "Input type" JSON text, minified; 0 = absent
@@ -151,7 +152,7 @@ constexpr std::int64_t string_id_base = -(std::int64_t{1} << 40);
 struct trace_model {
   std::vector<std::string> strings{std::string()};  ///< index 0 is ""; add strings only through intern()
   std::vector<event> events;                  ///< X events of every type + [memory] instants, stable-sorted by ts
-  std::vector<op_args> ops;
+  std::vector<op_args> ops;                   ///< only for events with some op arg (see op_args)
   std::vector<kernel_args> kernels;
   std::vector<memory_args> memory;
   std::vector<python_args> python;
@@ -177,6 +178,9 @@ struct trace_model {
   std::uint32_t intern(std::string_view s);
   /// The text of a string pid/tid (see string_id_base); "" for numeric ids.
   std::string_view id_text(std::int64_t id, bool is_string) const;
+  /// Heap bytes held by the tables and strings (capacities, not sizes; diagnostics excluded).
+  /// The viewer keeps the model of every open file: benchmarks and tests watch this figure.
+  std::size_t heap_bytes() const noexcept;
 
  private:
   /// Open-addressing hash index over `strings`: slot = (hash high 32 bits << 32) | (id + 1),

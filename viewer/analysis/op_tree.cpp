@@ -373,8 +373,8 @@ void builder::remove_dup_nodes(std::uint32_t n) {
     if (node.children.size() != 1) break;
     const op_node& child = t_.nodes[node.children[0]];
     if (!(node.name == child.name && is_operator_type_node(node) && is_operator_type_node(child))) break;
-    std::vector<std::uint32_t> children = child.children;
-    std::vector<std::uint32_t> runtimes = child.runtimes;  // the outer node's runtimes are discarded (Q7)
+    index_list children = child.children;
+    index_list runtimes = child.runtimes;  // the outer node's runtimes are discarded (Q7)
     node.children = std::move(children);
     node.runtimes = std::move(runtimes);
     for (auto c : node.children) t_.nodes[c].parent = n;
@@ -631,7 +631,7 @@ void builder::build_backward_module(std::uint32_t node, std::uint32_t parent,
     }
     parent = idx;
   }
-  const std::vector<std::uint32_t> children = t_.nodes[node].children;
+  const index_list children = t_.nodes[node].children;
   for (auto c : children) {
     if (parent != no_index && t_.is_operator(c)) {
       if (auto it = fwd_to_group.find(t_.nodes[c].start); it != fwd_to_group.end()) {
@@ -977,6 +977,15 @@ bool op_trees::is_operator(std::uint32_t i) const {
 }
 
 std::string_view op_trees::own(std::string s) { return owned_.emplace_back(std::move(s)); }
+
+std::size_t op_trees::heap_bytes() const noexcept {
+  const auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  std::size_t n = cap(nodes) + cap(runtimes) + cap(devices) + cap(threads) + cap(lightning_threads) + cap(operators);
+  for (const op_node& x : nodes) n += x.children.heap_bytes() + x.runtimes.heap_bytes();
+  for (const runtime_node& r : runtimes) n += r.devices.heap_bytes();
+  for (const std::string& o : owned_) n += sizeof o + (o.capacity() > std::string().capacity() ? o.capacity() + 1 : 0);
+  return n;
+}
 
 op_trees build_op_tree(const trace_model& model, const op_tree_options& options) {
   op_trees trees;

@@ -13,13 +13,21 @@
 /// trace_model must outlive the op_trees** (moving either one is fine; copying op_trees is not
 /// allowed).
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <deque>
+#include <initializer_list>
+#include <iterator>
 #include <map>
+#include <new>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "analysis/model.hpp"
@@ -67,14 +75,152 @@ bool is_tc_eligible_op(std::string_view op_name);
 // ---------------------------------------------------------------------------------------------
 // Nodes
 
-/// A kernel, memcpy or memset event (plugin-rules.md#operator-tree "device node").
+/// A list of `std::uint32_t` indices in 8 bytes (a `std::vector` takes 24). Empty: all zero. One
+/// item: held inline (word 0 = 1, word 1 = the item), no allocation. More: a pointer to one heap
+/// block {size, capacity, items...} (malloc's 16-byte alignment keeps its low word from being
+/// 1). Every tree node has two of them (children, runtimes), each runtime one (devices); most
+/// hold zero or one item (one kernel per launch, one launch per operator), so on traces of
+/// millions of events this saves 32 bytes per node and a heap block per single-item list.
+/// Enough of std::vector's interface for the tree code: iterators are plain pointers, valid
+/// until the list changes.
+class index_list {
+ public:
+  using value_type = std::uint32_t;
+  using iterator = std::uint32_t*;
+  using const_iterator = const std::uint32_t*;
+
+  index_list() noexcept = default;
+  index_list(std::initializer_list<std::uint32_t> items) { assign(items.begin(), items.end()); }
+  index_list(const std::vector<std::uint32_t>& items) { assign(items.data(), items.data() + items.size()); }  // NOLINT
+  index_list(const index_list& o) { assign(o.begin(), o.end()); }
+  index_list(index_list&& o) noexcept : w_{o.w_[0], o.w_[1]} { o.w_[0] = o.w_[1] = 0; }
+  index_list& operator=(const index_list& o) {
+    if (this != &o) {
+      index_list copy(o);
+      swap(copy);
+    }
+    return *this;
+  }
+  index_list& operator=(index_list&& o) noexcept {
+    index_list tmp(std::move(o));
+    swap(tmp);
+    return *this;
+  }
+  index_list& operator=(const std::vector<std::uint32_t>& items) {
+    index_list copy(items);
+    swap(copy);
+    return *this;
+  }
+  ~index_list() { std::free(heap()); }
+  void swap(index_list& o) noexcept {
+    std::swap(w_[0], o.w_[0]);
+    std::swap(w_[1], o.w_[1]);
+  }
+
+  std::size_t size() const noexcept { return inline_one() ? 1 : (heap() == nullptr ? 0 : heap()[0]); }
+  bool empty() const noexcept { return size() == 0; }
+  std::uint32_t* begin() noexcept { return inline_one() ? &w_[1] : (heap() == nullptr ? nullptr : heap() + 2); }
+  std::uint32_t* end() noexcept { return begin() + size(); }
+  const std::uint32_t* begin() const noexcept { return const_cast<index_list*>(this)->begin(); }
+  const std::uint32_t* end() const noexcept { return begin() + size(); }
+  std::uint32_t& operator[](std::size_t i) noexcept { return begin()[i]; }
+  std::uint32_t operator[](std::size_t i) const noexcept { return begin()[i]; }
+  std::uint32_t front() const noexcept { return begin()[0]; }
+  std::uint32_t back() const noexcept { return begin()[size() - 1]; }
+  void clear() noexcept {
+    if (inline_one()) w_[0] = w_[1] = 0;
+    else if (heap() != nullptr) heap()[0] = 0;
+  }
+  void push_back(std::uint32_t v) { insert(end(), v); }
+  /// Inserts `v` before `pos`; returns an iterator to it.
+  std::uint32_t* insert(const std::uint32_t* pos, std::uint32_t v) {
+    const std::uint32_t one[1] = {v};
+    const std::size_t at = static_cast<std::size_t>(pos - begin());
+    insert(pos, one, one + 1);
+    return begin() + at;
+  }
+  /// Inserts [first, last) (not from this list) before `pos`.
+  template <class It>
+  void insert(const std::uint32_t* pos, It first, It last) {
+    const std::size_t at = static_cast<std::size_t>(pos - begin());
+    const auto n = static_cast<std::size_t>(std::distance(first, last));
+    if (n == 0) return;
+    const std::size_t old = size();
+    if (old == 0 && n == 1 && heap() == nullptr) {  // inline (a heap block, even empty, is kept)
+      w_[0] = 1;
+      w_[1] = static_cast<std::uint32_t>(*first);
+      return;
+    }
+    std::uint32_t* b = grow(old + n);
+    std::copy_backward(b + at, b + old, b + old + n);
+    std::copy(first, last, b + at);
+    heap()[0] = static_cast<std::uint32_t>(old + n);
+  }
+  /// Removes [first, last); returns `first`.
+  std::uint32_t* erase(const std::uint32_t* first, const std::uint32_t* last) {
+    std::uint32_t* b = begin();
+    const std::size_t from = static_cast<std::size_t>(first - b), to = static_cast<std::size_t>(last - b);
+    if (from == to) return b + from;
+    if (inline_one()) {  // the one item goes
+      w_[0] = w_[1] = 0;
+      return begin();
+    }
+    std::copy(b + to, b + size(), b + from);
+    heap()[0] -= static_cast<std::uint32_t>(to - from);
+    return b + from;
+  }
+  /// Heap bytes held (0 when empty or inline).
+  std::size_t heap_bytes() const noexcept {
+    return heap() == nullptr ? 0 : (2 + std::size_t{heap()[1]}) * sizeof(std::uint32_t);
+  }
+  friend bool operator==(const index_list& a, const index_list& b) noexcept {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end());
+  }
+
+ private:
+  bool inline_one() const noexcept { return w_[0] == 1; }
+  std::uint32_t* heap() const noexcept {
+    if (inline_one()) return nullptr;
+    std::uint32_t* p = nullptr;
+    std::memcpy(&p, w_, sizeof p);
+    return p;
+  }
+  void assign(const std::uint32_t* first, const std::uint32_t* last) { insert(end(), first, last); }
+  /// Makes the list a heap block with room for `n` items (capacity doubles from 2); returns
+  /// its items.
+  std::uint32_t* grow(std::size_t n) {
+    std::uint32_t* p = heap();
+    const std::size_t cap = p == nullptr ? 0 : p[1];
+    if (n <= cap) return p + 2;
+    if (n > 0xFFFFFFFEu) throw std::length_error("index_list too long");
+    std::size_t fresh = std::max<std::size_t>(cap, 2);
+    while (fresh < n) fresh *= 2;
+    fresh = std::min<std::size_t>(fresh, 0xFFFFFFFEu);
+    const bool was_inline = inline_one();
+    const std::uint32_t item = w_[1];
+    auto* q = static_cast<std::uint32_t*>(std::realloc(p, (2 + fresh) * sizeof(std::uint32_t)));
+    if (q == nullptr) throw std::bad_alloc();
+    if (p == nullptr) {
+      q[0] = was_inline ? 1 : 0;
+      if (was_inline) q[2] = item;
+    }
+    q[1] = static_cast<std::uint32_t>(fresh);
+    std::memcpy(w_, &q, sizeof q);
+    return q + 2;
+  }
+
+  alignas(std::uint32_t*) std::uint32_t w_[2] = {0, 0};
+};
+static_assert(sizeof(std::uint32_t*) == 8, "index_list packs a pointer into two 32-bit words");
+
+/// A kernel, memcpy or memset event (plugin-rules.md#operator-tree "device node"). Fields ordered widest first so
+/// that no padding is left: 64 bytes.
 struct device_node {
-  std::uint32_t event = no_index;   ///< index into trace_model::events
-  event_type type = event_type::kernel;  ///< kernel, memcpy or memset
   std::string_view name;
+  std::string_view op_name;         ///< owner's name at attribution time ("CallTreeRoot" for the root); empty if none
   double start = 0;
   double end = 0;
-  bool tc_kernel = false;           ///< is_tc_kernel(name) (the plugin tests every device node's name)
+  std::uint32_t event = no_index;   ///< index into trace_model::events
   /// Launching runtime (for kept stale kernels: the main root's dummy runtime); no_index when no
   /// runtime with its correlation id exists and it was not kept. A runtime does not imply a tree:
   /// see `owner`.
@@ -83,51 +229,41 @@ struct device_node {
   /// operator, a step/module/... node, or the thread root (zero-id runtimes, stale kernels).
   /// no_index = in no tree.
   std::uint32_t owner = no_index;
-  std::string_view op_name;         ///< owner's name at attribution time ("CallTreeRoot" for the root); empty if none
+  event_type type = event_type::kernel;  ///< kernel, memcpy or memset
+  bool tc_kernel = false;           ///< is_tc_kernel(name) (the plugin tests every device node's name)
   /// owner's tc_eligible when its runtimes were processed, i.e. before the owner's own
   /// inheritance (plugin-rules.md#operator-tree; a plugin quirk): the allow-list value for plain
   /// operators.
   bool op_tc_eligible = false;
 };
 
-/// A runtime (cudaLaunchKernel, ...) event, or the dummy runtime holding stale kernels.
+/// A runtime (cudaLaunchKernel, ...) event, or the dummy runtime holding stale kernels. 72 bytes.
 struct runtime_node {
-  std::uint32_t event = no_index;   ///< index into trace_model::events; no_index for the dummy stale runtime
   double start = 0;
   double end = 0;
   std::int64_t tid = 0;
   std::int64_t external_id = 0;
   std::int64_t correlation = 0;
-  std::vector<std::uint32_t> devices;  ///< device nodes it launched (indices into op_trees::devices), in ts order
   double device_duration = 0;       ///< Σ (end − start) of its device nodes (#operator-tree)
   double tc_duration = 0;           ///< Σ over its tensor-core kernels
+  index_list devices;               ///< device nodes it launched (indices into op_trees::devices), in ts order
+  std::uint32_t event = no_index;   ///< index into trace_model::events; no_index for the dummy stale runtime
   bool stale_dummy = false;         ///< the dummy runtime of stale kernels (#operator-tree step 3)
   /// Attached by the time-containment fallback (op_tree_options::time_containment_fallback),
   /// not by the plugin's id match.
   bool by_fallback = false;
 };
 
-/// A host node (or a thread root / backward node).
+/// A host node (or a thread root / backward node). One per host event, so its size is most of
+/// the tree's bytes on traces of many small events: fields are ordered widest first (no
+/// padding) and the two lists are index_lists, 160 bytes in all (208 with std::vectors).
 struct op_node {
-  node_kind kind = node_kind::op;
-  event_type type = event_type::op;  ///< event type (root: python; backward: other)
   std::string_view name;             ///< PL prefixes removed; `CallTreeRoot`; `<module>.backward`
-  std::uint32_t name_id = no_index;  ///< string id in the model when `name` is the event's full name, else no_index
-  /// Index into trace_model::events (args: trace_model::ops[extra] for op/annotation/python
-  /// events, trace_model::python[extra] for modules); no_index for root/backward nodes.
-  std::uint32_t event = no_index;
   double start = 0;
   double end = 0;
   std::int64_t pid = 0;
   std::int64_t tid = 0;
   std::int64_t external_id = 0;      ///< 0 for module/root/backward nodes
-  /// Enclosing node; no_index for roots and dropped nodes. (A backward group reached twice by
-  /// the plugin-rules.md#backward-regrouping quirk has several parents: this is the last one.)
-  std::uint32_t parent = no_index;
-  /// Indices into op_trees::nodes, sorted by (start, −end); backward nodes are inserted in
-  /// place by plugin-rules.md#backward-regrouping step 7 (not re-sorted, as the plugin).
-  std::vector<std::uint32_t> children;
-  std::vector<std::uint32_t> runtimes;  ///< attached runtimes (indices into op_trees::runtimes), sorted by (start, −end)
 
   // Statistics (plugin-rules.md#operator-tree); durations in µs, Python-float arithmetic in the
   // plugin's order. Root: host_total/host_self describe its final span [first child start, last
@@ -139,10 +275,24 @@ struct op_node {
   double device_self = 0;            ///< modules: + device total of direct "operator" children
   double tc_total = 0;
   double tc_self = 0;
-  bool tc_eligible = false;          ///< after inheritance (plugin-rules.md#operator-tree)
-  bool tc_eligible_allow_list = false;  ///< is_tc_eligible_op(name) (the value device nodes see)
   std::int64_t module_id = -1;       ///< module nodes: "Python module id"
   std::string_view module_type;      ///< pl_module: text before ": "
+
+  /// Indices into op_trees::nodes, sorted by (start, −end); backward nodes are inserted in
+  /// place by plugin-rules.md#backward-regrouping step 7 (not re-sorted, as the plugin).
+  index_list children;
+  index_list runtimes;               ///< attached runtimes (indices into op_trees::runtimes), sorted by (start, −end)
+  std::uint32_t name_id = no_index;  ///< string id in the model when `name` is the event's full name, else no_index
+  /// Index into trace_model::events (args: trace_model::ops[extra] for op/annotation/python
+  /// events, trace_model::python[extra] for modules); no_index for root/backward nodes.
+  std::uint32_t event = no_index;
+  /// Enclosing node; no_index for roots and dropped nodes. (A backward group reached twice by
+  /// the plugin-rules.md#backward-regrouping quirk has several parents: this is the last one.)
+  std::uint32_t parent = no_index;
+  node_kind kind = node_kind::op;
+  event_type type = event_type::op;  ///< event type (root: python; backward: other)
+  bool tc_eligible = false;          ///< after inheritance (plugin-rules.md#operator-tree)
+  bool tc_eligible_allow_list = false;  ///< is_tc_eligible_op(name) (the value device nodes see)
 };
 
 /// The plugin's `type` string of a node as `/tree` shows it (plugin-rules.md#main-tree): "Python"
@@ -255,6 +405,9 @@ class op_trees {
   bool is_operator(std::uint32_t i) const;
   /// Keeps `s` alive as long as this object and returns a view of it.
   std::string_view own(std::string s);
+  /// Heap bytes held (vector capacities, the nodes' lists, owned strings): benchmarks and tests
+  /// watch this figure, the tree being the viewer's largest table on traces of small events.
+  std::size_t heap_bytes() const noexcept;
 
  private:
   std::deque<std::string> owned_;
