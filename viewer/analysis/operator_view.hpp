@@ -32,8 +32,8 @@ struct operator_group {
   std::vector<std::string> call_stacks;  ///< distinct non-empty call stacks, first-seen order
 };
 
-/// One table row, rounded as the plugin's tables are (§6.1, §13; py_round.hpp): durations
-/// round() (ties to even), ratios round(100·x, 2).
+/// One table row, rounded as the plugin's tables are (§6.1, §13; formats/py_number.hpp):
+/// durations round() (ties to even), ratios round(100·x, 2).
 struct operator_row {
   std::string name;
   std::string input_shape;          ///< empty for the by-name table

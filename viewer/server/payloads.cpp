@@ -11,7 +11,7 @@
 #include "analysis/module_view.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/overview.hpp"
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::server::payloads {
 namespace {
@@ -30,7 +30,7 @@ ojson memory_column(std::string_view name, std::string_view type, std::string_vi
 /// A number as text the way the plugin's f-strings show it: integers without ".0".
 std::string number_text(double v) {
   const ojson j = json_number(v);
-  return j.is_number_integer() ? std::to_string(j.get<std::int64_t>()) : an::py_float_repr(v);
+  return j.is_number_integer() ? std::to_string(j.get<std::int64_t>()) : formats::py_float_repr(v);
 }
 
 const char* yes_no(bool b) { return b ? "Yes" : "No"; }
@@ -142,8 +142,8 @@ std::string_view recommendation_title(an::recommendation_kind k) {
 ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
   const an::overview_result& ov = p.report.overview;
   const double avg = ov.average.total;
-  auto share = [&](double v) { return avg > 0 ? an::py_round(100.0 * v / avg, 2) : 0.0; };
-  auto us = [](double v) { return json_number(an::py_round(v)); };  // as the Overview shows times
+  auto share = [&](double v) { return avg > 0 ? formats::py_round(100.0 * v / avg, 2) : 0.0; };
+  auto us = [](double v) { return json_number(formats::py_round(v)); };  // as the Overview shows times
   ojson n = ojson::object();
   switch (r.kind) {
     case an::recommendation_kind::data_loader:
@@ -203,12 +203,12 @@ ojson json_number(double v) {
 }
 
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total) {
-  const double pct = total != 0 ? an::py_round(100.0 * value / total, 2) : 0.0;
+  const double pct = total != 0 ? formats::py_round(100.0 * value / total, 2) : 0.0;
   std::string s = "<div class=\"visualization-tooltip\" style=\"white-space: nowrap;\">Step ";
   s += step;
   s += "<br>Total: " + number_text(total) + "us<br><b>";
   s += role;
-  s += ": " + number_text(value) + "us</b><br>Percentage: " + an::py_float_repr(pct) + "%</div>";
+  s += ": " + number_text(value) + "us</b><br>Percentage: " + formats::py_float_repr(pct) + "%</div>";
   return s;
 }
 
