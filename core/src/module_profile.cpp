@@ -22,30 +22,20 @@
 #include <utility>
 #include <vector>
 
+#include "kinetoscope/formats/py_number.hpp"
+
 namespace kinetoscope {
 namespace {
 
 // ---- number formatting (DeepSpeed's helpers) -----------------------------------------------
 
-/// Python's round(x, digits): correctly rounded from the binary value, ties to even — which is
-/// what glibc's "%.*f" does too, so the printed-and-parsed value equals Python's.
-double py_round(double x, int digits) {
-  if (!std::isfinite(x)) return x;
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return std::strtod(buf, nullptr);
-}
-
-/// Python's f"{x:g}" (precision 6, trailing zeros removed) equals C's "%g".
-std::string g_format(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", x);
-  return buf;
-}
+// Python's round(x, digits) and f"{x:g}": the project's one implementation of each.
+using formats::py_format_g;
+using formats::py_round;
 
 /// round(100 · part / total, 2) printed with %g; 0 when the total is 0 (DeepSpeed's guard).
 std::string percent(double part, double total) {
-  return g_format(total != 0 ? py_round(100.0 * part / total, 2) : 0.0);
+  return py_format_g(total != 0 ? py_round(100.0 * part / total, 2) : 0.0);
 }
 
 }  // namespace
@@ -76,7 +66,7 @@ const char* auto_units(double num) {
 
 std::string number_to_string(double num, const char* units, int precision) {
   const char* u = units != nullptr ? units : auto_units(num);
-  return g_format(py_round(num / magnitude_of(u), precision)) + " " + u;
+  return py_format_g(py_round(num / magnitude_of(u), precision)) + " " + u;
 }
 
 std::string macs_to_string(double macs, const char* units, int precision) {

@@ -29,7 +29,9 @@
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "kinetoscope/tensorboard/tfevents.hpp"
+#include "../run_command.hpp"
 #include "server/api.hpp"
+#include "server/row_fields.hpp"
 #include "server/store.hpp"
 
 namespace fs = std::filesystem;
@@ -972,4 +974,117 @@ TEST_CASE("store: the destructor stops a store with a reload interval promptly")
   }
   // Loading one tiny file and stopping takes far less than the hour of the reload interval.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+}
+
+// ---------------------------------------------------------------------------------------------
+// One field table per row type (server/row_fields.hpp): `analyze --json` and the API list the
+// same fields of each row, each in its own names.
+
+namespace {
+
+namespace fl = kinetoscope::server::fields;
+
+std::set<std::string> keys_of(const json& object) {
+  std::set<std::string> k;
+  for (const auto& [key, value] : object.items()) k.insert(key);
+  return k;
+}
+
+/// The CLI's and the API's names of a row type's fields, and the CLI names of the fields both
+/// carry translated to the API's.
+struct field_names {
+  std::set<std::string> cli, api, shared_as_api;
+};
+
+template <typename Row, typename... Options>
+field_names names_of(const Options&... options) {
+  field_names n;
+  std::set<std::string> cli_as_api;
+  const auto on_cli = [&](const fl::field& f, const fl::ojson&) {
+    if (!f.cli.empty()) n.cli.insert(std::string(f.cli));
+    if (!f.cli.empty() && !f.api.empty()) cli_as_api.insert(std::string(f.api));
+  };
+  const auto on_api = [&](const fl::field& f, const fl::ojson&) {
+    if (!f.api.empty()) n.api.insert(std::string(f.api));
+  };
+  if constexpr (sizeof...(Options) == 0) {
+    fl::for_each_field(Row{}, on_cli);
+    fl::for_each_field(Row{}, on_api);
+  } else {
+    fl::for_each_field(Row{}, fl::output::cli, options..., on_cli);
+    fl::for_each_field(Row{}, fl::output::api, options..., on_api);
+  }
+  for (const std::string& a : cli_as_api)
+    if (n.api.count(a) != 0) n.shared_as_api.insert(a);
+  return n;
+}
+
+std::set<std::string> column_titles(const json& columns, const char* key = "name") {
+  std::set<std::string> t;
+  for (const auto& c : columns) t.insert(c[key].get<std::string>());
+  return t;
+}
+
+bool subset(const std::set<std::string>& a, const std::set<std::string>& b) {
+  return std::includes(b.begin(), b.end(), a.begin(), a.end());
+}
+
+}  // namespace
+
+TEST_CASE("api and analyze --json carry the same fields of operator, kernel and step rows") {
+  store& s = *shared_fixture().s;
+  const char* bin = std::getenv("KINETOSCOPE_BIN");
+  REQUIRE(bin != nullptr);
+  const auto run = kinetoscope::test::run_command("(\"" + std::string(bin) + "\" analyze \"" +
+                                                  (traces_dir() / resnet_span1).string() + "\" --json 2>/dev/null)");
+  REQUIRE(run.status == 0);
+  const json cli = json::parse(run.output);
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+
+  for (bool by_shape : {false, true}) {
+    const fl::operator_fields opt{by_shape, true, false};
+    const field_names n = names_of<an::operator_row>(opt);
+    const json& cli_row = cli["operators"][by_shape ? "by_name_and_input_shape" : "by_name"].at(0);
+    const json api_row =
+        get_json(s, "operation/table", with(q, "group_by", by_shape ? "OperationAndInputShape" : "Operation"))["data"]
+            .at(0);
+    CHECK(keys_of(cli_row) == n.cli);
+    CHECK(keys_of(api_row) == n.api);
+    CHECK(subset(n.shared_as_api, keys_of(api_row)));
+    CHECK(n.shared_as_api.size() == n.cli.size());  // every CLI field is in the API too
+  }
+
+  const json kt = get_json(s, "kernel/table", q);
+  const std::set<std::string> kernel_titles = column_titles(kt["data"]["columns"]);
+  // The API drops the optional columns no kernel has (the CLI always writes them).
+  const fl::kernel_fields shown{kernel_titles.count("Mean Blocks Per SM") == 1,
+                                kernel_titles.count("Mean Est. Achieved Occupancy (%)") == 1};
+  const field_names kn = names_of<an::kernel_row>(shown);
+  CHECK(keys_of(cli["kernels"]["by_name"].at(0)) == kn.cli);
+  CHECK(kernel_titles == kn.api);
+  CHECK(kn.shared_as_api == kn.api);
+  const json kot = get_json(s, "kernel/table", with(q, "group_by", "KernelNameAndOpName"));
+  const field_names kon = names_of<an::kernel_op_row>(shown);
+  CHECK(keys_of(cli["kernels"]["by_name_and_operator"].at(0)) == kon.cli);
+  CHECK(column_titles(kot["data"]["columns"]) == kon.api);
+  CHECK(subset(kon.shared_as_api, kon.api));
+
+  const json ov = get_json(s, "overview", q);
+  std::set<std::string> step_cli{"name", "total"};
+  for (std::string_view k : fl::step_role_keys) step_cli.insert(std::string(k));
+  CHECK(keys_of(cli["overview"]["steps"].at(0)) == step_cli);
+  std::set<std::string> step_api;
+  for (const auto& c : ov["steps"]["columns"])
+    if (c.contains("name")) step_api.insert(c["name"].get<std::string>());
+  const field_names sn = names_of<an::step_row>(nullptr, true);
+  CHECK(subset(step_api, sn.api));  // the API shows the roles the Overview shows
+  CHECK(step_api.count("Step") == 1);
+
+  const field_names mn = names_of<an::memory_stat_row>();
+  CHECK(mn.cli.size() == mn.api.size());
+  CHECK(mn.shared_as_api == mn.api);
+  const field_names cn = names_of<an::comm_op_row>();
+  CHECK(cn.shared_as_api == cn.api);
+  const field_names modn = names_of<an::module_row>();
+  CHECK(modn.shared_as_api == modn.api);
 }

@@ -20,10 +20,12 @@
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
-#include "analysis/py_round.hpp"
 #include "analysis/recommendations.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 using namespace kinetoscope::analysis;
+using kinetoscope::formats::py_float_repr;
+using kinetoscope::formats::py_round;
 
 namespace {
 

@@ -9,9 +9,12 @@
 #include <set>
 #include <unordered_map>
 
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
+
+using formats::py_round;
+using formats::py_float_repr;
 
 namespace {
 
@@ -145,15 +148,6 @@ bool by_start_then_longer(const interval& a, const interval& b) {
   return a.start != b.start ? a.start < b.start : a.end > b.end;
 }
 
-/// Python repr of a float (shortest round trip, ".0" for integral values).
-std::string python_repr(double v) {
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  std::string s(buf, r.ptr);
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";
-  return s;
-}
-
 std::vector<distributed_node> device_information(const std::vector<distributed_worker_input>& workers) {
   std::vector<const distributed_worker_input*> sorted;
   for (const auto& w : workers) sorted.push_back(&w);
@@ -184,7 +178,7 @@ std::vector<distributed_node> device_information(const std::vector<distributed_w
       g.device = "GPU" + std::to_string(id);
       if (d.has_name) g.name = d.name;
       if (d.has_total_global_mem) {
-        g.memory = python_repr(py_round(static_cast<double>(d.total_global_mem) / 1024 / 1024 / 1024, 2)) + " GB";
+        g.memory = py_float_repr(py_round(static_cast<double>(d.total_global_mem) / 1024 / 1024 / 1024, 2)) + " GB";
         g.memory_raw = d.total_global_mem;
       }
       if (d.has_compute_major && d.has_compute_minor) {

@@ -9,9 +9,11 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
+
+using formats::py_round;
 
 namespace {
 

@@ -4,53 +4,18 @@
 #include "analysis/operator_view.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <functional>
 #include <unordered_map>
 
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
 
-namespace {
+using formats::py_round;
+using formats::py_float_repr;
 
-// Python repr() of a double (shortest round-trip digits; fixed for 1e-4 <= |x| < 1e16).
-std::string python_float_repr(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific);
-  std::string sci(buf, res.ptr);
-  bool neg = !sci.empty() && sci[0] == '-';
-  if (neg) sci.erase(0, 1);
-  auto epos = sci.find('e');
-  std::string mant = sci.substr(0, epos);
-  int exp = std::atoi(sci.c_str() + epos + 1);
-  std::string digits;
-  for (char c : mant)
-    if (c != '.') digits.push_back(c);
-  std::string out;
-  if (exp >= -4 && exp < 16) {
-    if (exp < 0) {
-      out = "0." + std::string(static_cast<std::size_t>(-exp - 1), '0') + digits;
-    } else {
-      auto point = static_cast<std::size_t>(exp) + 1;
-      if (digits.size() <= point) {
-        out = digits + std::string(point - digits.size(), '0') + ".0";
-      } else {
-        out = digits.substr(0, point) + "." + digits.substr(point);
-      }
-    }
-  } else {
-    out = digits.substr(0, 1);
-    if (digits.size() > 1) out += "." + digits.substr(1);
-    char e[16];
-    std::snprintf(e, sizeof e, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
-    out += e;
-  }
-  return neg ? "-" + out : out;
-}
+namespace {
 
 class py_text {
  public:
@@ -140,7 +105,7 @@ class py_text {
       return true;
     }
     std::string t(tok);
-    out += python_float_repr(std::strtod(t.c_str(), nullptr));
+    out += py_float_repr(std::strtod(t.c_str(), nullptr));
     return true;
   }
   bool string(std::string& out) {

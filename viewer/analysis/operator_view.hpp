@@ -33,7 +33,7 @@ struct operator_group {
 };
 
 /// One table row, rounded as the plugin's tables are (plugin-rules.md#operator-view,
-/// #number-formatting; py_round.hpp): durations round() (ties to even), ratios round(100·x, 2).
+/// #number-formatting; formats/py_number.hpp): durations round() (ties to even), ratios round(100·x, 2).
 struct operator_row {
   std::string name;
   std::string input_shape;          ///< empty for the by-name table

@@ -8,9 +8,12 @@
 #include <limits>
 #include <unordered_set>
 
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
+
+using formats::py_round;
+using formats::py_float_repr;
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();

@@ -9,9 +9,11 @@
 #include <string_view>
 
 #include "analysis/intervals.hpp"
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
+
+using formats::py_round;
 namespace {
 
 /// Builds the plain and the HTML form of one message together.

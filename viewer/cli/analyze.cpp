@@ -26,12 +26,14 @@
 #include "analysis/recommendations.hpp"
 #include "analysis/report.hpp"
 #include "server/payloads.hpp"
+#include "server/row_fields.hpp"
 
 namespace kinetoscope::cli {
 namespace {
 
 namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
+namespace fields = kinetoscope::server::fields;
 using ojson = nlohmann::ordered_json;
 
 const char* const views[] = {"overview", "operators", "operators_by_shape", "kernels", "kernels_by_operator",
@@ -165,20 +167,9 @@ chosen choose(const analyze_args& a) {
 
 // ---- JSON ----------------------------------------------------------------------------------
 
-ojson step_json(const an::step_row& s, bool with_name) {
-  ojson j;
-  if (with_name) j["name"] = s.name;
-  j["kernel"] = s.kernel;
-  j["memcpy"] = s.memcpy;
-  j["memset"] = s.memset;
-  j["communication"] = s.communication;
-  j["runtime"] = s.runtime;
-  j["dataloader"] = s.dataloader;
-  j["cpu_exec"] = s.cpu_exec;
-  j["other"] = s.other;
-  j["total"] = s.total;
-  return j;
-}
+// The rows' fields come from server/row_fields.hpp, the table the HTTP API uses too.
+
+ojson step_json(const an::step_row& s, bool with_name) { return fields::cli_object(s, nullptr, with_name); }
 
 ojson overview_json(const an::overview_result& ov, const std::vector<an::recommendation>& recs) {
   ojson j;
@@ -206,50 +197,7 @@ ojson overview_json(const an::overview_result& ov, const std::vector<an::recomme
 }
 
 ojson operator_json(const an::operator_row& r, bool with_shape) {
-  ojson j;
-  j["name"] = r.name;
-  if (with_shape) j["input_shape"] = r.input_shape;
-  j["calls"] = r.calls;
-  j["host_self_us"] = r.host_self_us;
-  j["host_total_us"] = r.host_total_us;
-  j["device_self_us"] = r.device_self_us;
-  j["device_total_us"] = r.device_total_us;
-  j["tc_eligible"] = r.tc_eligible;
-  j["tc_self_pct"] = r.tc_self_pct;
-  j["tc_total_pct"] = r.tc_total_pct;
-  return j;
-}
-
-/// The duration and occupancy columns both kernel groupings share, in their output order.
-template <typename Row>
-void add_kernel_stats(ojson& j, const Row& k) {
-  j["calls"] = k.calls;
-  j["total_us"] = k.total_us;
-  j["mean_us"] = k.mean_us;
-  j["max_us"] = k.max_us;
-  j["min_us"] = k.min_us;
-  j["blocks_per_sm"] = k.blocks_per_sm;
-  j["occupancy_pct"] = k.occupancy_pct;
-  j["tensor_cores_used"] = k.tensor_cores_used;
-}
-
-ojson kernel_json(const an::kernel_row& k) {
-  ojson j;
-  j["name"] = k.name;
-  add_kernel_stats(j, k);
-  return j;
-}
-
-ojson kernel_op_json(const an::kernel_op_row& k) {
-  ojson j;
-  j["name"] = k.name;
-  j["operator"] = k.operator_name;
-  j["grid"] = k.grid;
-  j["block"] = k.block;
-  j["registers_per_thread"] = k.registers_per_thread;
-  j["shared_memory"] = k.shared_memory;
-  add_kernel_stats(j, k);
-  return j;
+  return fields::cli_object(r, fields::operator_fields{with_shape, true, false});
 }
 
 ojson memory_json(const an::memory_result& m) {
@@ -263,34 +211,14 @@ ojson memory_json(const an::memory_result& m) {
     r["curve"] = ojson::array();
     for (const auto& p : d.curve) r["curve"].push_back({p[0], p[1], p[2]});
     r["stats"] = ojson::array();
-    for (const auto& s : d.stats) {
-      ojson row;
-      row["name"] = s.name;
-      row["calls"] = s.calls;
-      row["size_increase_bytes"] = s.size_increase_bytes;
-      row["self_size_increase_bytes"] = s.self_size_increase_bytes;
-      row["allocation_count"] = s.allocation_count;
-      row["self_allocation_count"] = s.self_allocation_count;
-      row["allocation_size_bytes"] = s.allocation_size_bytes;
-      row["self_allocation_size_bytes"] = s.self_allocation_size_bytes;
-      r["stats"].push_back(row);
-    }
+    for (const auto& s : d.stats) r["stats"].push_back(fields::cli_object(s));
     j["devices"].push_back(r);
   }
   return j;
 }
 
 ojson module_json(const an::module_row& m) {
-  ojson j;
-  j["name"] = m.name;
-  j["id"] = m.id;
-  j["occurrences"] = m.occurrences;
-  j["operators"] = m.operators;
-  j["host_duration_us"] = m.host_duration;
-  j["self_host_duration_us"] = m.self_host_duration;
-  j["device_duration_us"] = m.device_duration;
-  j["self_device_duration_us"] = m.self_device_duration;
-  j["avg_duration_us"] = m.avg_duration;
+  ojson j = fields::cli_object(m);
   j["children"] = ojson::array();
   for (const auto& c : m.children) j["children"].push_back(module_json(c));
   return j;
@@ -310,15 +238,7 @@ ojson distributed_json(const an::distributed_result& d) {
                     {"other_us", w.overlap_all.other}};
     r["wait"] = {{"data_transfer_us", w.wait_all.transfer}, {"synchronizing_us", w.wait_all.synchronizing}};
     r["comm_ops"] = ojson::array();
-    for (const auto& op : w.comm_ops)
-      r["comm_ops"].push_back({{"name", op.name},
-                               {"calls", op.calls},
-                               {"total_size_bytes", op.total_size_bytes},
-                               {"avg_size_bytes", op.avg_size_bytes},
-                               {"total_latency_us", op.total_latency_us},
-                               {"avg_latency_us", op.avg_latency_us},
-                               {"data_transfer_us", op.data_transfer_us},
-                               {"avg_data_transfer_us", op.avg_data_transfer_us}});
+    for (const auto& op : w.comm_ops) r["comm_ops"].push_back(fields::cli_object(op));
     j["workers"].push_back(r);
   }
   return j;
@@ -548,9 +468,9 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     if (report_options.with_kernels) {
       ojson k;
       k["by_name"] = ojson::array();
-      for (const auto& r : report.kernels_by_name) k["by_name"].push_back(kernel_json(r));
+      for (const auto& r : report.kernels_by_name) k["by_name"].push_back(fields::cli_object(r, fields::kernel_fields{}));
       k["by_name_and_operator"] = ojson::array();
-      for (const auto& r : report.kernels_by_operator) k["by_name_and_operator"].push_back(kernel_op_json(r));
+      for (const auto& r : report.kernels_by_operator) k["by_name_and_operator"].push_back(fields::cli_object(r, fields::kernel_fields{}));
       doc["kernels"] = k;
     }
     if (report_options.with_memory) doc["memory"] = memory_json(report.memory);

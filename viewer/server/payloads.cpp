@@ -12,12 +12,14 @@
 #include "analysis/module_view.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/overview.hpp"
-#include "analysis/py_round.hpp"
+#include "kinetoscope/formats/py_number.hpp"
+#include "server/row_fields.hpp"
 
 namespace kinetoscope::server::payloads {
 namespace {
 
 namespace an = kinetoscope::analysis;
+namespace fields = kinetoscope::server::fields;
 
 ojson column(std::string_view type, std::string_view name) { return {{"type", type}, {"name", name}}; }
 ojson column(std::string_view type, std::string_view name, std::string_view tooltip) {
@@ -31,53 +33,53 @@ ojson memory_column(std::string_view name, std::string_view type, std::string_vi
 /// A number as text the way the plugin's f-strings show it: integers without ".0".
 std::string number_text(double v) {
   const ojson j = json_number(v);
-  return j.is_number_integer() ? std::to_string(j.get<std::int64_t>()) : an::py_float_repr(v);
+  return j.is_number_integer() ? std::to_string(j.get<std::int64_t>()) : formats::py_float_repr(v);
 }
 
-const char* yes_no(bool b) { return b ? "Yes" : "No"; }
+/// A row object of the API: {api key: api value} for the API's fields (server/row_fields.hpp).
+template <typename Row, typename... Options>
+ojson api_object(const Row& row, const Options&... options) {
+  ojson j = ojson::object();
+  const auto put = [&](const fields::field& f, const ojson& value) {
+    if (!f.api.empty()) j[std::string(f.api)] = fields::api_value(f, value);
+  };
+  if constexpr (sizeof...(Options) == 0) fields::for_each_field(row, put);
+  else fields::for_each_field(row, fields::output::api, options..., put);
+  return j;
+}
 
-constexpr const char* tc_eligible_tooltip =
-    "Whether this operator is eligible to use Tensor Cores.";
-constexpr const char* tc_self_tooltip =
-    "Time of self-kernels with Tensor Cores / Time of self-kernels.";
-constexpr const char* tc_total_tooltip =
-    "Time of kernels with Tensor Cores / Time of kernels (the operator and its children).";
-constexpr const char* kernel_tc_tooltip = "Whether this kernel uses Tensor Cores.";
-constexpr const char* blocks_tooltip =
-    "Blocks Per SM = blocks of this kernel / SM number of this GPU; below 1 the GPU's SMs are not all used. "
-    "Mean weighted by the kernel's duration.";
-constexpr const char* occupancy_tooltip =
-    "Est. Achieved Occupancy: the ratio of active warps on an SM to the maximum number of active warps "
-    "supported by the SM, estimated from the launch configuration. Mean weighted by the kernel's duration.";
-constexpr const char* op_tc_tooltip = "Whether the operator launching this kernel is eligible to use Tensor Cores.";
+/// A table row of the API: its fields' API values in order.
+template <typename Row, typename Options>
+ojson api_array(const Row& row, const Options& options) {
+  ojson a = ojson::array();
+  fields::for_each_field(row, fields::output::api, options, [&](const fields::field& f, const ojson& value) {
+    if (!f.api.empty()) a.push_back(fields::api_value(f, value));
+  });
+  return a;
+}
+
+/// The API's columns of a row type (its fields' titles, types and tooltips).
+template <typename Row, typename Options>
+ojson api_columns(const Options& options) {
+  ojson columns = ojson::array();
+  fields::for_each_field(Row{}, fields::output::api, options, [&](const fields::field& f, const ojson&) {
+    if (f.api.empty()) return;
+    columns.push_back(f.tooltip.empty() ? column(fields::api_column_type(f), f.api)
+                                        : column(fields::api_column_type(f), f.api, f.tooltip));
+  });
+  return columns;
+}
 
 ojson operator_row_json(const an::operator_row& r, bool by_shape, bool device_columns, bool stack) {
-  ojson j;
-  j["name"] = r.name;
-  if (by_shape) j["input_shape"] = r.input_shape;
-  j["calls"] = r.calls;
-  if (device_columns) {
-    j["device_self_duration"] = json_number(r.device_self_us);
-    j["device_total_duration"] = json_number(r.device_total_us);
-  }
-  j["host_self_duration"] = json_number(r.host_self_us);
-  j["host_total_duration"] = json_number(r.host_total_us);
-  if (device_columns) {
-    j["tc_eligible"] = yes_no(r.tc_eligible);
-    j["tc_self_ratio"] = r.tc_self_pct;
-    j["tc_total_ratio"] = r.tc_total_pct;
-  }
-  if (stack) j["call_stack"] = r.call_stack;
-  else j["has_call_stack"] = r.has_call_stack;
-  return j;
+  return api_object(r, fields::operator_fields{by_shape, device_columns, stack});
 }
 
 ojson operator_metadata(bool device_columns) {
   ojson m;
   m["sort"] = device_columns ? "device_self_duration" : "host_self_duration";
-  m["tooltips"] = {{"tc_eligible", tc_eligible_tooltip},
-                   {"tc_self_ratio", tc_self_tooltip},
-                   {"tc_total_ratio", tc_total_tooltip}};
+  m["tooltips"] = {{"tc_eligible", fields::tc_eligible_tooltip},
+                   {"tc_self_ratio", fields::tc_self_tooltip},
+                   {"tc_total_ratio", fields::tc_total_tooltip}};
   return m;
 }
 
@@ -91,16 +93,7 @@ ojson pie_json(std::string_view title, const an::operator_pie& pie) {
 }
 
 ojson module_row_json(const an::module_row& m) {
-  ojson j;
-  j["name"] = m.name;
-  j["id"] = m.id;
-  j["occurences"] = m.occurrences;
-  j["operators"] = m.operators;
-  j["host_duration"] = json_number(m.host_duration);
-  j["self_host_duration"] = json_number(m.self_host_duration);
-  j["device_duration"] = json_number(m.device_duration);
-  j["self_device_duration"] = json_number(m.self_device_duration);
-  j["avg_duration"] = m.avg_duration;
+  ojson j = api_object(m);
   j["children"] = ojson::array();
   for (const auto& c : m.children) j["children"].push_back(module_row_json(c));
   return j;
@@ -143,8 +136,8 @@ std::string_view recommendation_title(an::recommendation_kind k) {
 ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
   const an::overview_result& ov = p.report.overview;
   const double avg = ov.average.total;
-  auto share = [&](double v) { return avg > 0 ? an::py_round(100.0 * v / avg, 2) : 0.0; };
-  auto us = [](double v) { return json_number(an::py_round(v)); };  // as the Overview shows times
+  auto share = [&](double v) { return avg > 0 ? formats::py_round(100.0 * v / avg, 2) : 0.0; };
+  auto us = [](double v) { return json_number(formats::py_round(v)); };  // as the Overview shows times
   ojson n = ojson::object();
   switch (r.kind) {
     case an::recommendation_kind::data_loader:
@@ -204,35 +197,33 @@ ojson json_number(double v) {
 }
 
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total) {
-  const double pct = total != 0 ? an::py_round(100.0 * value / total, 2) : 0.0;
+  const double pct = total != 0 ? formats::py_round(100.0 * value / total, 2) : 0.0;
   std::string s = "<div class=\"visualization-tooltip\" style=\"white-space: nowrap;\">Step ";
   s += step;
   s += "<br>Total: " + number_text(total) + "us<br><b>";
   s += role;
-  s += ": " + number_text(value) + "us</b><br>Percentage: " + an::py_float_repr(pct) + "%</div>";
+  s += ": " + number_text(value) + "us</b><br>Percentage: " + formats::py_float_repr(pct) + "%</div>";
   return s;
 }
 
 ojson overview(const profile& p, std::size_t workers) {
   const an::overview_result& ov = p.report.overview;
-  std::vector<an::step_role> roles;
-  for (std::size_t i = 0; i < an::step_role_count; ++i) {
-    const auto role = static_cast<an::step_role>(i);
-    if (ov.shows(role)) roles.push_back(role);
-  }
   ojson j;
-  ojson columns = ojson::array({column("string", "Step")});
-  for (an::step_role role : roles) {
-    columns.push_back(column("number", an::step_role_title(role)));
-    columns.push_back({{"type", "string"}, {"role", "tooltip"}, {"p", {{"html", "true"}}}});
-  }
+  // The step fields (server/row_fields.hpp): the name, then each shown role with its tooltip.
+  ojson columns = ojson::array();
+  fields::for_each_field(an::step_row{}, fields::output::api, &ov, true, [&](const fields::field& f, const ojson&) {
+    columns.push_back(column(fields::api_column_type(f), f.api));
+    if (f.kind == fields::field_kind::duration)
+      columns.push_back({{"type", "string"}, {"role", "tooltip"}, {"p", {{"html", "true"}}}});
+  });
   ojson rows = ojson::array();
   for (const an::step_row& s : ov.steps) {
-    ojson row = ojson::array({s.name});
-    for (an::step_role role : roles) {
-      row.push_back(json_number(s.value(role)));
-      row.push_back(step_tooltip(s.name, an::step_role_title(role), s.value(role), s.total));
-    }
+    ojson row = ojson::array();
+    fields::for_each_field(s, fields::output::api, &ov, true, [&](const fields::field& f, const ojson& value) {
+      row.push_back(fields::api_value(f, value));
+      if (f.kind == fields::field_kind::duration)
+        row.push_back(step_tooltip(s.name, f.api, value.get<double>(), s.total));
+    });
     rows.push_back(std::move(row));
   }
   j["steps"] = {{"columns", std::move(columns)}, {"rows", std::move(rows)}};
@@ -315,47 +306,13 @@ ojson kernel_tc_pie(const profile& p) {
 
 ojson kernel_table(const profile& p, bool by_operator) {
   if (!p.kernel_view) return nullptr;
-  const an::kernel_metric_columns& metrics = p.kernel_columns;
-  ojson columns = ojson::array();
+  const fields::kernel_fields shown{p.kernel_columns.blocks_per_sm, p.kernel_columns.occupancy};
+  ojson columns = by_operator ? api_columns<an::kernel_op_row>(shown) : api_columns<an::kernel_row>(shown);
   ojson rows = ojson::array();
-  auto tail_columns = [&] {
-    for (const char* c : {"Calls", "Total Duration (us)", "Mean Duration (us)", "Max Duration (us)",
-                          "Min Duration (us)"})
-      columns.push_back(column("number", c));
-    if (metrics.blocks_per_sm) columns.push_back(column("number", "Mean Blocks Per SM", blocks_tooltip));
-    if (metrics.occupancy)
-      columns.push_back(column("number", "Mean Est. Achieved Occupancy (%)", occupancy_tooltip));
-  };
-  if (!by_operator) {
-    columns.push_back(column("string", "Name"));
-    columns.push_back(column("string", "Tensor Cores Used", kernel_tc_tooltip));
-    tail_columns();
-    for (const auto& k : p.report.kernels_by_name) {
-      ojson row = ojson::array({k.name, yes_no(k.tensor_cores_used), k.calls, json_number(k.total_us),
-                                json_number(k.mean_us), json_number(k.max_us), json_number(k.min_us)});
-      if (metrics.blocks_per_sm) row.push_back(k.blocks_per_sm);
-      if (metrics.occupancy) row.push_back(k.occupancy_pct);
-      rows.push_back(std::move(row));
-    }
+  if (by_operator) {
+    for (const auto& k : p.report.kernels_by_operator) rows.push_back(api_array(k, shown));
   } else {
-    columns.push_back(column("string", "Name"));
-    columns.push_back(column("string", "Operator"));
-    columns.push_back(column("string", "Grid"));
-    columns.push_back(column("string", "Block"));
-    columns.push_back(column("number", "Register Per Thread"));
-    columns.push_back(column("number", "Shared Memory"));
-    columns.push_back(column("string", "Kernel Uses Tensor Cores", kernel_tc_tooltip));
-    columns.push_back(column("string", "Op is Tensor Cores eligible", op_tc_tooltip));
-    tail_columns();
-    for (const auto& k : p.report.kernels_by_operator) {
-      ojson row = ojson::array({k.name, k.operator_name, k.grid, k.block, k.registers_per_thread, k.shared_memory,
-                                yes_no(k.tensor_cores_used), yes_no(k.op_tc_eligible), k.calls,
-                                json_number(k.total_us), json_number(k.mean_us), json_number(k.max_us),
-                                json_number(k.min_us)});
-      if (metrics.blocks_per_sm) row.push_back(k.blocks_per_sm);
-      if (metrics.occupancy) row.push_back(k.occupancy_pct);
-      rows.push_back(std::move(row));
-    }
+    for (const auto& k : p.report.kernels_by_name) rows.push_back(api_array(k, shown));
   }
   return {{"metadata", {{"sort", "Total Duration (us)"}}},
           {"data", {{"columns", std::move(columns)}, {"rows", std::move(rows)}}}};
@@ -369,28 +326,22 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
                    {"default_device", m.default_device},
                    {"search", "Operator Name"},
                    {"sort", "Self Size Increase (" + u + ")"}};
-  j["columns"] = ojson::array(
-      {memory_column("Operator Name", "string", ""),
-       memory_column("Calls", "number", "# of calls of the operator."),
-       memory_column("Size Increase (" + u + ")", "number",
-                     "The memory increase size include all children operators."),
-       memory_column("Self Size Increase (" + u + ")", "number",
-                     "The memory increase size associated with the operator itself."),
-       memory_column("Allocation Count", "number", "The allocation count including all children operators."),
-       memory_column("Self Allocation Count", "number", "The allocation count belonging to the operator itself."),
-       memory_column("Allocation Size (" + u + ")", "number",
-                     "The allocation size including all children operators."),
-       memory_column("Self Allocation Size (" + u + ")", "number",
-                     "The allocation size belonging to the operator itself.")});
+  ojson columns = ojson::array();
+  fields::for_each_field(an::memory_stat_row{}, [&](const fields::field& f, const ojson&) {
+    columns.push_back(memory_column(fields::memory_title(f, u), fields::api_column_type(f), f.tooltip));
+  });
+  j["columns"] = std::move(columns);
   ojson rows = ojson::object();
   if (m.present)
     for (const auto& d : m.devices) {
       ojson list = ojson::array();
-      auto size = [&](std::int64_t b) { return an::memory_display_round(static_cast<double>(b) * mf); };
-      for (const auto& s : d.stats)
-        list.push_back({s.name, s.calls, size(s.size_increase_bytes), size(s.self_size_increase_bytes),
-                        s.allocation_count, s.self_allocation_count, size(s.allocation_size_bytes),
-                        size(s.self_allocation_size_bytes)});
+      for (const auto& s : d.stats) {
+        ojson row = ojson::array();
+        fields::for_each_field(s, [&](const fields::field& f, const ojson& value) {
+          row.push_back(fields::api_value(f, value, mf));
+        });
+        list.push_back(std::move(row));
+      }
       rows[d.device] = std::move(list);
     }
   j["rows"] = std::move(rows);
@@ -468,13 +419,9 @@ ojson module_view(const profile& p) {
   const an::module_view_result& v = p.report.modules;
   if (v.kind == an::module_view_kind::none) return nullptr;
   ojson columns = ojson::array();
-  const std::pair<const char*, const char*> cols[] = {
-      {"Module Name", "name"},           {"Occurences", "occurences"},
-      {"Operators", "operators"},        {"Host Total Time", "host_duration"},
-      {"Host Self Time", "self_host_duration"}, {"Device Total Time", "device_duration"},
-      {"Device Self Time", "self_device_duration"}};
-  for (const auto& [title, key] : cols)
-    columns.push_back({{"name", title}, {"type", std::string_view(key) == "name" ? "string" : "number"}, {"key", key}});
+  fields::for_each_field(an::module_row{}, [&](const fields::field& f, const ojson&) {
+    if (!f.title.empty()) columns.push_back({{"name", f.title}, {"type", fields::api_column_type(f)}, {"key", f.api}});
+  });
   ojson data = ojson::array();
   for (const auto& r : v.rows) data.push_back(module_row_json(r));
   return {{"columns", std::move(columns)}, {"data", std::move(data)}};
@@ -539,17 +486,20 @@ ojson distributed_waittime(const an::distributed_result& d) {
 
 ojson distributed_commops(const an::distributed_result& d) {
   if (!d.available) return nullptr;
-  ojson columns = ojson::array({column("string", "Name"), column("number", "Calls"),
-                                column("number", "Total Size (bytes)"), column("number", "Avg Size (bytes)"),
-                                column("number", "Total Latency (us)"), column("number", "Avg Latency (us)"),
-                                column("number", "Data Transfer Time (us)"),
-                                column("number", "Avg Data Transfer Time (us)")});
+  ojson columns = ojson::array();
+  fields::for_each_field(an::comm_op_row{}, [&](const fields::field& f, const ojson&) {
+    columns.push_back(column(fields::api_column_type(f), f.api));
+  });
   ojson data = ojson::object();
   for (const auto& w : d.workers) {
     ojson rows = ojson::array();
-    for (const auto& op : w.comm_ops)
-      rows.push_back({op.name, op.calls, op.total_size_bytes, op.avg_size_bytes, op.total_latency_us,
-                      op.avg_latency_us, op.data_transfer_us, op.avg_data_transfer_us});
+    for (const auto& op : w.comm_ops) {
+      ojson row = ojson::array();
+      fields::for_each_field(op, [&](const fields::field& f, const ojson& value) {
+        row.push_back(fields::api_value(f, value));
+      });
+      rows.push_back(std::move(row));
+    }
     data[w.worker] = {{"columns", columns}, {"rows", std::move(rows)}};
   }
   return {{"metadata", {{"title", "Communication Operations Stats"}}}, {"data", std::move(data)}};

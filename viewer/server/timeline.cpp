@@ -14,10 +14,9 @@
 #include <unordered_map>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
+#include "kinetoscope/formats/json_text.hpp"
 
 namespace kinetoscope::server {
 
@@ -28,7 +27,7 @@ using analysis::event_type;
 using analysis::no_index;
 
 // ---------------------------------------------------------------------------------------------
-// A small JSON writer: appends to one string, shortest round-trip numbers, strict escaping.
+// A small JSON writer: appends to one string, shortest round-trip numbers, the shared escaper.
 
 class json_writer {
  public:
@@ -37,48 +36,8 @@ class json_writer {
   void raw(std::string_view s) { out.append(s); }
   void ch(char c) { out.push_back(c); }
 
-  /// `"s"` with quotes, backslash and control characters escaped; invalid UTF-8 -> U+FFFD.
-  void str(std::string_view s) {
-    out.push_back('"');
-    const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-    const std::size_t n = s.size();
-    std::size_t i = 0;
-    while (i < n) {
-      std::size_t j = i;
-      while (j < n && p[j] >= 0x20 && p[j] < 0x80 && p[j] != '"' && p[j] != '\\') ++j;
-      out.append(s.data() + i, j - i);
-      i = j;
-      if (i >= n) break;
-      const unsigned char c = p[i];
-      if (c < 0x80) {
-        switch (c) {
-          case '"': out.append("\\\""); break;
-          case '\\': out.append("\\\\"); break;
-          case '\n': out.append("\\n"); break;
-          case '\r': out.append("\\r"); break;
-          case '\t': out.append("\\t"); break;
-          case '\b': out.append("\\b"); break;
-          case '\f': out.append("\\f"); break;
-          default: {
-            static constexpr char hex[] = "0123456789abcdef";
-            const char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            out.append(esc, 6);
-          }
-        }
-        ++i;
-        continue;
-      }
-      const std::size_t len = utf8_length(p + i, n - i);
-      if (len == 0) {
-        out.append("\\ufffd");
-        ++i;
-      } else {
-        out.append(s.data() + i, len);
-        i += len;
-      }
-    }
-    out.push_back('"');
-  }
+  /// `"s"`: the project's one JSON string escaper (kinetoscope/formats/json_text.hpp).
+  void str(std::string_view s) { formats::append_json_string(out, s); }
 
   /// Shortest round-trip form; non-finite numbers as null.
   void num(double v) {
@@ -102,34 +61,6 @@ class json_writer {
   void key(std::string_view k) {
     str(k);
     out.push_back(':');
-  }
-
- private:
-  /// Length of the valid UTF-8 sequence at p (lead byte >= 0x80), 0 when invalid.
-  static std::size_t utf8_length(const unsigned char* p, std::size_t n) {
-    const unsigned char c = p[0];
-    std::size_t len = 0;
-    std::uint32_t cp = 0;
-    if (c >= 0xc2 && c <= 0xdf) {
-      len = 2;
-      cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-      len = 3;
-      cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-      len = 4;
-      cp = c & 0x07;
-    } else {
-      return 0;
-    }
-    if (n < len) return 0;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((p[k] & 0xc0) != 0x80) return 0;
-      cp = (cp << 6) | (p[k] & 0x3f);
-    }
-    if (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) return 0;
-    if (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) return 0;
-    return len;
   }
 };
 
@@ -831,7 +762,7 @@ std::optional<std::string> timeline::event_json(std::uint32_t id) const {
     key(k);
     const std::string_view text = model.str(sid);
     // The loader keeps these as minified JSON; embed them as values when they parse.
-    if (nlohmann::json::accept(text)) w.raw(text); else w.str(text);
+    if (formats::is_valid_json(text)) w.raw(text); else w.str(text);
   };
   if (e.external_id != 0) {
     key("External id");

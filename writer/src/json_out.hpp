@@ -19,18 +19,16 @@
 #include <string>
 #include <string_view>
 
+#include "kinetoscope/formats/json_text.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
 namespace kinetoscope::detail {
 
-/// How a string is sanitised before it is escaped.
-enum class string_mode : std::uint8_t {
-  /// Only JSON escaping (`"`, `\`, control characters) and UTF-8 repair.
-  text,
-  /// Names and labels, as Kineto writes them: every `\` becomes `/` and newline characters
-  /// (`\n`, `\r`) are deleted; then as `text`.
-  name,
-};
+/// How a string is sanitised before it is escaped (the shared escaper's modes: `text`, or
+/// `name` for Kineto's names and labels).
+using formats::string_mode;
+/// The validator of the shared JSON text helpers (kinetoscope/formats/json_text.hpp).
+using formats::is_valid_json;
 
 /// A byte_sink that appends to a std::string.
 class string_sink final : public byte_sink {
@@ -94,7 +92,7 @@ class json_out {
   }
 
   /// Appends `s` as a quoted JSON string (escaped, sanitised per `mode`, invalid UTF-8 bytes
-  /// replaced by U+FFFD).
+  /// replaced by U+FFFD): formats::escape_some, the project's one JSON string escaper.
   void string(std::string_view s, string_mode mode = string_mode::text) {
     raw('"');
     string_body(s, mode);
@@ -162,10 +160,5 @@ std::string quote_json(std::string_view s, string_mode mode = string_mode::text)
 
 /// `ns` formatted as json_out::time_us does.
 std::string format_time_us(std::int64_t ns);
-
-/// Whether `text` is exactly one JSON value (RFC 8259, surrounding whitespace allowed) made of
-/// valid UTF-8, with no lone surrogate escapes and nesting at most 512 deep. Used to decide
-/// whether user metadata can be written verbatim.
-bool is_valid_json(std::string_view text);
 
 }  // namespace kinetoscope::detail
