@@ -79,6 +79,25 @@ fs::path make_logdir(const std::string& trace, const char* tag) {
   return logdir;
 }
 
+/// Starts `s` and waits (10 minutes at most) for the one trace of its logdir: the wall time in
+/// ms, or a negative value when the trace did not load (the reason printed). A timeout sets
+/// `status` to 1.
+double start_and_load(kinetoscope::server::store& s, int& status) {
+  const auto t0 = clock_type::now();
+  s.start();
+  if (!s.wait_idle(std::chrono::minutes(10))) {
+    std::fprintf(stderr, "bench_server: the store did not finish loading in 10 minutes\n");
+    status = 1;
+  }
+  const double load_ms = ms_since(t0);
+  const auto files = s.files();
+  if (files.empty() || files.front().state != kinetoscope::server::file_state::loaded) {
+    std::fprintf(stderr, "bench_server: the trace did not load: %s\n", files.empty() ? "no file" : files.front().error.c_str());
+    return -1;
+  }
+  return load_ms;
+}
+
 /// The many-small-events trace: load time, RSS against the file size, and the byte breakdown.
 int run_small_events(double mb, bool keep) {
   std::printf("\nbench_server: store on a %.0f MB trace of many small CPU events\n", mb);
@@ -92,16 +111,12 @@ int run_small_events(double mb, bool keep) {
   int status = 0;
   {
     kinetoscope::server::store s(options);
-    const auto t0 = clock_type::now();
-    s.start();
-    if (!s.wait_idle(std::chrono::minutes(10))) status = 1;
-    const double load_ms = ms_since(t0);
-    const auto files = s.files();
-    if (files.empty() || files.front().state != kinetoscope::server::file_state::loaded) {
-      std::fprintf(stderr, "bench_server: the trace did not load: %s\n", files.empty() ? "no file" : files.front().error.c_str());
+    const double load_ms = start_and_load(s, status);
+    if (load_ms < 0) {
       fs::remove_all(logdir);
       return 1;
     }
+    const auto files = s.files();
     const auto& p = *files.front().loaded;
     const double file_mb = static_cast<double>(files.front().size) / 1e6;
     const double rss = rss_mb() - rss_before;
@@ -185,19 +200,12 @@ int run_resnet(double mb, bool keep) {
   int status = 0;
   {
     kinetoscope::server::store s(options);
-    auto t0 = clock_type::now();
-    s.start();
-    if (!s.wait_idle(std::chrono::minutes(10))) {
-      std::fprintf(stderr, "bench_server: the store did not finish loading in 10 minutes\n");
-      status = 1;
-    }
-    const double load_ms = ms_since(t0);
-    const auto files = s.files();
-    if (files.empty() || files.front().state != kinetoscope::server::file_state::loaded) {
-      std::fprintf(stderr, "bench_server: the trace did not load: %s\n", files.empty() ? "no file" : files.front().error.c_str());
+    const double load_ms = start_and_load(s, status);
+    if (load_ms < 0) {
       fs::remove_all(logdir);
       return 1;
     }
+    const auto files = s.files();
     std::printf("  file            %.1f MB, %zu events\n", static_cast<double>(files.front().size) / 1e6,
                 files.front().loaded->model.events.size());
     std::printf("  store load      %.0f ms (load + op tree + views + timeline, in the background)\n", load_ms);
