@@ -439,8 +439,8 @@ TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
   const direct r0(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz");
   const direct r1(traces_dir() / "two_ranks" / "rank1.pt.trace.json.gz");
   std::vector<an::distributed_worker_input> in = {
-      {"rank0", &r0.model, &r0.trees, an::distributed_steps(r0.report.overview)},
-      {"rank1", &r1.model, &r1.trees, an::distributed_steps(r1.report.overview)}};
+      {"rank0", &r0.model, r0.trees.used_devices, an::distributed_steps(r0.report.overview)},
+      {"rank1", &r1.model, r1.trees.used_devices, an::distributed_steps(r1.report.overview)}};
   const an::distributed_result d = an::compute_distributed(in);
   REQUIRE(d.available);
   const query_t q = {{"run", "two_ranks"}, {"worker", "All"}, {"span", "default"}};
@@ -974,6 +974,136 @@ TEST_CASE("store: the destructor stops a store with a reload interval promptly")
   }
   // Loading one tiny file and stopping takes far less than the hour of the reload interval.
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
+}
+
+TEST_CASE("store: op trees that fit in the trace's JSON size are kept with the profile") {
+  temp_dir dir("trees");
+  fs::create_directories(dir.path / "resnet50_v100");
+  fs::copy_file(traces_dir() / resnet_span1, dir.path / resnet_span1);
+  const direct d(traces_dir() / resnet_span1);
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const auto s = loaded_store(dir.path);
+  const auto p = s->find("resnet50_v100", "worker0", "1");
+  REQUIRE(p);
+  CHECK(p->keeps_trees());
+  CHECK(p->heap_bytes() <= p->model.diagnostics.text_bytes);
+  CHECK(p->used_devices == d.trees.used_devices);
+  CHECK(p->tree_stats.kernels == d.trees.stats.kernels);
+  CHECK(get_json(*s, "diagnostics", q)["attribution"]["kernels"] == d.trees.stats.kernels);
+
+  // Call stacks (the route that needs the trees) answer from the kept trees: nothing is built.
+  int stacks = 0;
+  for (const an::operator_row& r : d.report.operators_by_name) {
+    if (!r.has_call_stack || ++stacks > 3) continue;
+    const json j = get_json(*s, "operation/stack", with(q, "op_name", r.name));
+    const auto rows = an::operator_stack_rows(d.model, d.trees, r.name, std::nullopt, d.report.device_columns);
+    REQUIRE(j["data"].size() == rows.size());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      CHECK(j["data"][i]["name"] == rows[i].name);
+      CHECK(j["data"][i]["calls"] == rows[i].calls);
+      CHECK(j["data"][i]["call_stack"] == rows[i].call_stack);
+      CHECK(j["data"][i]["host_self_duration"].get<double>() == rows[i].host_self_us);
+    }
+  }
+  CHECK(stacks > 3);
+  CHECK(s->trees(p) == s->trees(p));
+  CHECK(s->trees(p)->nodes.size() == d.trees.nodes.size());
+  CHECK(s->trees_built() == 0);
+}
+
+namespace {
+
+/// 40 steps x 250 groups of four nested cpu_ops with short names and only an External id:
+/// about 140 bytes of JSON per event, the shape of bench_server's small-events trace.
+std::string small_events_trace() {
+  std::string text = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
+  const char* names[4] = {"aten::linear", "aten::t", "aten::addmm", "aten::mm"};
+  long ext = 1;
+  double t = 1000;
+  const auto ev = [&](const std::string& cat, const std::string& name, double ts, double dur) {
+    text += "  {\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
+            "\", \"pid\": 7, \"tid\": 7, \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
+            ", \"args\": {\"External id\": " + std::to_string(ext++) + "}},\n";
+  };
+  for (int step = 1; step <= 40; ++step) {
+    ev("user_annotation", "ProfilerStep#" + std::to_string(step), t, 2500);
+    for (int g = 0; g < 250; ++g) {
+      const double s = t + g * 10 + 0.5;
+      ev("cpu_op", names[0], s, 9);
+      ev("cpu_op", names[1], s + 0.5, 2.5);
+      ev("cpu_op", names[2], s + 3.5, 5);
+      ev("cpu_op", names[3], s + 4, 3.5);
+    }
+    t += 2505;
+  }
+  text.resize(text.size() - 2);  // the last ",\n"
+  text += "\n]}\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("store: on many small events the op trees are dropped after the load, rebuilt on demand, shared and cached") {
+  temp_dir dir("small");
+  const std::string text = small_events_trace();
+  fs::create_directories(dir.path / "run");
+  std::ofstream(dir.path / "run" / "w.pt.trace.json", std::ios::binary) << text;
+  const direct d(dir.path / "run" / "w.pt.trace.json");
+  const an::diff_node expected = an::compute_diff(d.trees, d.trees);
+  const query_t q = {{"run", "run"}, {"worker", "w"}, {"span", "default"},
+                     {"exp_run", "run"}, {"exp_worker", "w"}, {"exp_span", "default"}};
+
+  for (const std::uint64_t budget : {std::uint64_t{256} << 20, std::uint64_t{0}}) {
+    INFO("tree cache budget " << budget);
+    store_options o;
+    o.logdir = dir.path.string();
+    o.reload_interval_s = 0;
+    o.tree_cache_bytes = budget;
+    store s(o);
+    s.start();
+    REQUIRE(s.wait_idle(load_timeout));
+    const auto p = s.find("run", "w", "default");
+    REQUIRE(p);
+    REQUIRE(p->model.events.size() == 40 * 1001);
+    REQUIRE(p->timeline);
+    CHECK(p->model.diagnostics.text_bytes == text.size());
+    // What the profile keeps (model ~64 bytes an event, timeline ~28) is less than the JSON
+    // (~140); with the trees (~170 more) it would be twice the JSON, so they were dropped.
+    CHECK_FALSE(p->keeps_trees());
+    const double per_event = static_cast<double>(p->heap_bytes()) / static_cast<double>(p->model.events.size());
+    const double json_per_event = static_cast<double>(text.size()) / static_cast<double>(p->model.events.size());
+    MESSAGE("kept: " << per_event << " bytes per event; JSON: " << json_per_event);
+    CHECK(per_event < json_per_event);
+    // Every view was computed before they went: no tree is built to answer them.
+    CHECK(get_json(s, "overview", profile_query("run", "w", "default"))["steps"]["rows"].size() == 40);
+    CHECK(get_json(s, "operation/table", profile_query("run", "w", "default"))["data"].size() == 4);  // the four aten ops
+    CHECK(s.trees_built() == 0);
+
+    // Diff needs both sides' trees: built once (both sides are the same profile, shared).
+    const json j = get_json(s, "diffnode", q);
+    CHECK(j["left"]["duration"].get<double>() == expected.baseline.duration);
+    CHECK(j["right"]["total_duration"].get<double>() == expected.experimental.total_duration);
+    CHECK(j["children"].size() == expected.children.size());
+    CHECK(s.trees_built() == 1);
+    // Asked again: from the cache within the budget, rebuilt without one.
+    CHECK(s.trees(p)->nodes.size() == d.trees.nodes.size());
+    CHECK(s.trees_built() == (budget > 0 ? 1U : 2U));
+    {
+      // Whoever holds the trees shares them: no build while they are in use.
+      const auto held = s.trees(p);
+      const std::uint64_t built = s.trees_built();
+      CHECK(s.trees(p) == held);
+      CHECK(s.trees_built() == built);
+    }
+    // Concurrent requests all get complete trees.
+    std::vector<std::thread> threads;
+    std::vector<std::size_t> sizes(4, 0);
+    for (std::size_t t = 0; t < sizes.size(); ++t)
+      threads.emplace_back([&, t] { sizes[t] = s.trees(p)->nodes.size(); });
+    for (auto& t : threads) t.join();
+    for (const std::size_t n : sizes) CHECK(n == d.trees.nodes.size());
+    if (budget > 0) CHECK(s.trees_built() == 1);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

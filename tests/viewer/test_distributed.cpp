@@ -57,7 +57,7 @@ struct worker {
     overview = compute_overview(model, trees);
     raw = json::parse(text);
   }
-  distributed_worker_input input() const { return {name, &model, &trees, distributed_steps(overview)}; }
+  distributed_worker_input input() const { return {name, &model, trees.used_devices, distributed_steps(overview)}; }
 };
 
 // ---- independent re-derivation from the raw JSON -------------------------------------------

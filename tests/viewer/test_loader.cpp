@@ -606,7 +606,9 @@ TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it 
     for (std::size_t window : {std::size_t{0}, std::size_t{4} << 20}) {
       CAPTURE(window);
       CHECK(load_fails(gz, {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20}).reason == expected);
-      CHECK(load_ok(gz, {.window_bytes = window}).events.size() == 1);  // the default (16 GiB) takes it
+      const trace_model m = load_ok(gz, {.window_bytes = window});  // the default (16 GiB) takes it
+      CHECK(m.events.size() == 1);
+      CHECK(m.diagnostics.text_bytes == text.size());  // inflated bytes, whichever path parsed them
     }
     const fs::path file = fs::temp_directory_path() / ("ks_bomb_" + std::to_string(::getpid()) + ".pt.trace.json.gz");
     std::ofstream(file, std::ios::binary) << gz;
@@ -621,6 +623,9 @@ TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it 
       const load_result r = load_trace(plain.string(), {.window_bytes = window, .max_text_bytes = std::uint64_t{1} << 20});
       REQUIRE_FALSE(r.ok());
       CHECK(r.error->reason == expected);
+      const load_result whole = load_trace(plain.string(), {.window_bytes = window});
+      REQUIRE(whole.ok());
+      CHECK(whole.model->diagnostics.text_bytes == text.size());
     }
     fs::remove(file);
     fs::remove(plain);

@@ -168,9 +168,7 @@ std::vector<distributed_node> device_information(const std::vector<distributed_w
     auto it = std::find_if(nodes.begin(), nodes.end(), [&](const distributed_node& n) { return n.node == node; });
     if (it == nodes.end()) it = nodes.insert(nodes.end(), distributed_node{node, {}});
     distributed_process proc{"Process " + process, {}};
-    std::set<std::int64_t> used;
-    if (w->trees != nullptr) used = w->trees->used_devices;
-    for (const std::int64_t id : used) {
+    for (const std::int64_t id : w->used_devices) {
       if (id < 0 || static_cast<std::size_t>(id) >= w->model->devices.size()) continue;
       const device_info& d = w->model->devices[static_cast<std::size_t>(id)];
       if (!d.present) continue;

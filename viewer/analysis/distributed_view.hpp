@@ -15,13 +15,14 @@
 /// @code
 /// std::vector<distributed_worker_input> in;
 /// for (auto& w : workers)   // same span of every worker
-///   in.push_back({w.name, &w.model, &w.trees, distributed_steps(w.overview)});
+///   in.push_back({w.name, &w.model, w.trees.used_devices, distributed_steps(w.overview)});
 /// distributed_result d = compute_distributed(in);
 /// if (d.available) for (auto& w : d.workers) print(w.comm_ops);
 /// @endcode
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,7 +61,7 @@ std::vector<distributed_step> distributed_steps(const overview_result& overview)
 struct distributed_worker_input {
   std::string worker;                  ///< worker name from the file name ("node_0", "host_1")
   const trace_model* model = nullptr;
-  const op_trees* trees = nullptr;     ///< build_op_tree(*model); for the used devices
+  std::set<std::int64_t> used_devices; ///< op_trees::used_devices of build_op_tree(*model)
   std::vector<distributed_step> steps; ///< distributed_steps(compute_overview(...))
 };
 

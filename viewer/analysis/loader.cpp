@@ -833,6 +833,7 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
       feed = nullptr;
     }
     if (ok) {
+      model.diagnostics.text_bytes = text.size();
       text.release();  // before the sort: peak memory = text + model
       return finish_load(r, model, pre_warnings);
     }
@@ -914,6 +915,7 @@ static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src
   }
   std::vector<std::string> warnings;
   if (!stream.warning().empty()) warnings.push_back(stream.warning());
+  model.diagnostics.text_bytes = stream.avail();
   stream.close();
   ++streamed_loads;
   return finish_load(r, model, warnings);

@@ -549,6 +549,8 @@ memory_index& memory_index::operator=(memory_index&&) noexcept = default;
 
 bool memory_index::present() const noexcept { return d_ && d_->present; }
 
+bool memory_index::reads_trees() const noexcept { return !d_ || d_->fallback; }
+
 std::size_t memory_index::memory_bytes() const noexcept {
   if (!d_) return 0;
   const data& x = *d_;

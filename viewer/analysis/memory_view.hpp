@@ -160,6 +160,9 @@ class memory_index {
   bool present() const noexcept;
   /// Approximate heap bytes held (for diagnostics and benchmarks).
   std::size_t memory_bytes() const noexcept;
+  /// Whether compute_memory_range() reads its `trees` argument (the index could not be used:
+  /// a record time is NaN, or 2³² records or nodes). When false, any op_trees may be passed.
+  bool reads_trees() const noexcept;
 
   struct data;  ///< implementation detail (memory_view.cpp)
 

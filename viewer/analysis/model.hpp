@@ -140,6 +140,8 @@ struct load_diagnostics {
   /// The first 20 warnings as text: "event #<index in traceEvents>: <kind> (<field>)",
   /// "top level: ..." or "file: ...".
   std::vector<std::string> messages;
+  /// Bytes of JSON text parsed: a plain file's size, a gzip file's inflated size.
+  std::uint64_t text_bytes = 0;
 };
 
 /// Non-numeric string pids/tids ("Spans", "CPU functions", "PyTorch Profiler", "") are stored as

@@ -284,13 +284,13 @@ an::distributed_result distributed_of(const chosen& c, const an::op_tree_options
   std::vector<an::trace_model> models;
   models.reserve(files.size());
   for (const auto& f : files) models.push_back(load_or_throw(f.path, load));
-  std::vector<an::op_trees> trees;
-  trees.reserve(files.size());
-  for (const auto& m : models) trees.push_back(an::build_op_tree(m, tree_options));
+  // One op tree at a time: the view needs only each worker's steps and used devices.
   std::vector<an::distributed_worker_input> in;
-  for (std::size_t i = 0; i < files.size(); ++i)
-    in.push_back({files[i].worker, &models[i], &trees[i],
-                  an::distributed_steps(an::compute_overview(models[i], trees[i], overview_options))});
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const an::op_trees trees = an::build_op_tree(models[i], tree_options);
+    in.push_back({files[i].worker, &models[i], trees.used_devices,
+                  an::distributed_steps(an::compute_overview(models[i], trees, overview_options))});
+  }
   an::distributed_options options;
   if (overview_options.all_collectives) options = an::distributed_options::improved();
   return an::compute_distributed(in, options);
@@ -489,7 +489,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     if (wants("diagnostics")) {
       std::error_code ec;
       const auto bytes = static_cast<std::uint64_t>(fs::file_size(c.path, ec));
-      doc["diagnostics"] = server::payloads::diagnostics(model, trees, load_seconds, ec ? 0 : bytes);
+      doc["diagnostics"] = server::payloads::diagnostics(model, trees.stats, load_seconds, ec ? 0 : bytes);
     }
 
     if (a.json) {

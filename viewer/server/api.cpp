@@ -371,6 +371,14 @@ class router {
     return w.size();
   }
 
+  /// compute_memory_range() with the op trees built only when the index cannot answer alone.
+  an::memory_result memory_range_result(const std::shared_ptr<const profile>& p, std::pair<double, double> range,
+                                        an::memory_parts parts) {
+    static const an::op_trees unused;  // never read: the index answers alone
+    const auto trees = p->memory_index.reads_trees() ? s_.trees(p) : nullptr;
+    return an::compute_memory_range(p->memory_index, p->model, trees ? *trees : unused, range, parts);
+  }
+
   api_response profile_route(const std::string& route) {
     auto p = find_profile("run", "worker", "span");
     const profile& pr = *p;
@@ -387,7 +395,7 @@ class router {
         parts.stats = route == "memory";
         parts.events = route == "memory_events";
         const an::memory_result ranged =
-            filter ? an::compute_memory_range(pr.memory_index, pr.model, pr.trees, *range, parts) : an::memory_result{};
+            filter ? memory_range_result(p, *range, parts) : an::memory_result{};
         const an::memory_result& m = filter ? ranged : pr.report.memory;
         return dump(route == "memory" ? payloads::memory_stats(m, unit) : payloads::memory_events(m, tunit, unit));
       });
@@ -404,7 +412,7 @@ class router {
       std::optional<std::string_view> shape;
       if (by_shape) shape = required(r_, "input_shape");
       return cached(pr.generation, [&] {
-        auto j = payloads::operation_stack(pr, op, shape);
+        auto j = payloads::operation_stack(pr, *s_.trees(p), op, shape);
         if (!j) throw api_error{404, "could not find the call stack of operator " + op};
         return dump(*j);
       });

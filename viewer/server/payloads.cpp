@@ -153,7 +153,7 @@ ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
       n["threshold_pct"] = 10.0;
       break;
     case an::recommendation_kind::ddp_instead_of_dp:
-      n["devices"] = p.trees.used_devices.size();
+      n["devices"] = p.used_devices.size();
       break;
     case an::recommendation_kind::nccl_backend:
       n["world_size"] = p.model.distributed ? p.model.distributed->world_size : -1;
@@ -181,7 +181,7 @@ ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
       n["avg_step_us"] = us(avg);
       n["avg_runtime_us"] = us(ov.average.runtime);
       n["runtime_pct"] = share(ov.average.runtime);
-      n["kernels"] = p.trees.stats.kernels;
+      n["kernels"] = p.tree_stats.kernels;
       break;
   }
   return n;
@@ -278,10 +278,10 @@ ojson operation_table(const profile& p, bool by_shape) {
   return {{"metadata", operator_metadata(dev)}, {"data", std::move(data)}};
 }
 
-std::optional<ojson> operation_stack(const profile& p, std::string_view op_name,
+std::optional<ojson> operation_stack(const profile& p, const an::op_trees& trees, std::string_view op_name,
                                      std::optional<std::string_view> input_shape) {
   const bool dev = p.report.device_columns;
-  const std::vector<an::operator_row> rows = an::operator_stack_rows(p.model, p.trees, op_name, input_shape, dev);
+  const std::vector<an::operator_row> rows = an::operator_stack_rows(p.model, trees, op_name, input_shape, dev);
   if (rows.empty()) return std::nullopt;
   ojson data = ojson::array();
   for (const auto& r : rows) data.push_back(operator_row_json(r, input_shape.has_value(), dev, true));
@@ -529,11 +529,10 @@ ojson recommendations(const profile& p) {
   return out;
 }
 
-ojson diagnostics(const profile& p) { return diagnostics(p.model, p.trees, p.load_seconds, p.file_bytes); }
+ojson diagnostics(const profile& p) { return diagnostics(p.model, p.tree_stats, p.load_seconds, p.file_bytes); }
 
-ojson diagnostics(const an::trace_model& model, const an::op_trees& trees, double load_seconds,
+ojson diagnostics(const an::trace_model& model, const an::attribution_stats& st, double load_seconds,
                   std::uint64_t file_bytes) {
-  const an::attribution_stats& st = trees.stats;
   ojson j;
   j["events_by_category"] = model.diagnostics.events_by_category;
   j["warnings"] = model.diagnostics.warnings;

@@ -42,8 +42,9 @@ std::string step_tooltip(std::string_view step, std::string_view role, double va
 ojson operation_pies(const profile& p);
 /// `/api/operation/table` (plugin shape).
 ojson operation_table(const profile& p, bool by_shape);
-/// `/api/operation/stack` (plugin shape); nullopt when no row has that key.
-std::optional<ojson> operation_stack(const profile& p, std::string_view op_name,
+/// `/api/operation/stack` (plugin shape) from the profile's op trees (store::trees()); nullopt
+/// when no row has that key.
+std::optional<ojson> operation_stack(const profile& p, const analysis::op_trees& trees, std::string_view op_name,
                                      std::optional<std::string_view> input_shape);
 
 /// `/api/kernel` (plugin shape); null without kernels.
@@ -84,8 +85,8 @@ ojson recommendations(const profile& p);
 
 /// `/api/diagnostics`: as `kinetoscope analyze --view diagnostics --json`.
 ojson diagnostics(const profile& p);
-/// The same from a model and its trees (`kinetoscope analyze --view diagnostics`).
-ojson diagnostics(const analysis::trace_model& model, const analysis::op_trees& trees, double load_seconds,
+/// The same from a model and its op trees' statistics (`kinetoscope analyze --view diagnostics`).
+ojson diagnostics(const analysis::trace_model& model, const analysis::attribution_stats& stats, double load_seconds,
                   std::uint64_t file_bytes);
 
 }  // namespace kinetoscope::server::payloads

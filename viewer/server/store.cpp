@@ -9,8 +9,8 @@
 #include "server/store.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
-#include <tuple>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
@@ -29,6 +30,10 @@
 #include "kinetoscope/tensorboard/tfevents.hpp"
 #include "nlohmann/json.hpp"
 #include "server/timeline.hpp"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 namespace kinetoscope::server {
 namespace {
@@ -87,6 +92,11 @@ double load_progress::percent() const {
 }
 
 profile::~profile() = default;
+
+std::size_t profile::heap_bytes() const noexcept {
+  return model.heap_bytes() + memory_index.memory_bytes() + (timeline ? timeline->stats().memory_bytes : 0) +
+         (kept_trees_ ? kept_trees_->heap_bytes() : 0);
+}
 
 /// One discovered file.
 struct file_entry {
@@ -153,6 +163,17 @@ struct store::impl {
   };
   mutable std::mutex diff_mutex_;
   mutable std::list<diff_slot> diffs_;  ///< most recent first
+
+  /// Op trees rebuilt by store::trees(), most recent first, within options.tree_cache_bytes.
+  /// An entry whose profile is gone (reloaded, removed) is dropped at the next insertion.
+  struct tree_slot {
+    std::weak_ptr<const profile> owner;
+    std::shared_ptr<const an::op_trees> trees;
+    std::size_t bytes = 0;
+  };
+  mutable std::mutex tree_mutex_;
+  mutable std::list<tree_slot> tree_cache_;
+  mutable std::atomic<std::uint64_t> trees_built_{0};
 
   mutable std::mutex body_mutex_;
   mutable std::list<std::pair<std::string, std::string>> bodies_;  ///< most recent first
@@ -430,6 +451,15 @@ struct store::impl {
     }
   }
 
+  /// Gives the pages of freed heap (the load's JSON text, op trees) back to the system: glibc
+  /// keeps freed memory below the top of the heap otherwise, and the resident size would stay
+  /// at the load's peak.
+  static void release_free_memory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+  }
+
   static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
                                                std::uint64_t max_text_bytes, std::string& error, int& error_number) {
     an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes});
@@ -450,13 +480,15 @@ struct store::impl {
     p->file_bytes = bytes;
     p->generation = next_generation();
     p->model = std::move(*r.model);
-    p->trees = an::build_op_tree(p->model);
-    p->report = an::compute_report(p->model, p->trees);
-    p->memory_index = an::build_memory_index(p->model, p->trees);
-    p->pies = an::operator_pies_by_name(p->model, p->trees);
+    auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
+    p->tree_stats = trees->stats;
+    p->used_devices = trees->used_devices;
+    p->report = an::compute_report(p->model, *trees);
+    p->memory_index = an::build_memory_index(p->model, *trees);
+    p->pies = an::operator_pies_by_name(p->model, *trees);
+    p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
+    p->kernel_view = an::kernel_view_present(p->model, *trees);
     p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
-    p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(p->trees);
-    p->kernel_view = an::kernel_view_present(p->model, p->trees);
     p->kernel_columns = an::kernel_view_metric_columns(p->model);
     try {
       p->timeline = std::make_unique<timeline>(p->model);
@@ -464,6 +496,10 @@ struct store::impl {
     } catch (const std::exception& e) {
       p->timeline_error = e.what();
     }
+    // Keep the trees only while the profile stays within its trace's JSON size (see store.hpp).
+    if (p->heap_bytes() + trees->heap_bytes() <= p->model.diagnostics.text_bytes) p->kept_trees_ = std::move(trees);
+    trees.reset();
+    release_free_memory();
     return p;
   }
 
@@ -625,13 +661,49 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
   } else {
     std::vector<an::distributed_worker_input> in;
     for (std::size_t i = 0; i < inputs.size(); ++i)
-      in.push_back({workers[i], &inputs[i]->model, &inputs[i]->trees,
+      in.push_back({workers[i], &inputs[i]->model, inputs[i]->used_devices,
                     an::distributed_steps(inputs[i]->report.overview)});
     entry->result = an::compute_distributed(in);
   }
   slot->entry = entry;
   return entry;
 }
+
+std::shared_ptr<const an::op_trees> store::trees(const std::shared_ptr<const profile>& p) const {
+  if (p->kept_trees_) return p->kept_trees_;
+  std::lock_guard build(p->trees_mutex_);
+  if (auto t = p->trees_.lock()) {
+    std::lock_guard lock(impl_->tree_mutex_);
+    for (auto it = impl_->tree_cache_.begin(); it != impl_->tree_cache_.end(); ++it)
+      if (it->trees == t) {
+        impl_->tree_cache_.splice(impl_->tree_cache_.begin(), impl_->tree_cache_, it);
+        break;
+      }
+    return t;
+  }
+  auto t = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
+  impl_->trees_built_.fetch_add(1, std::memory_order_relaxed);
+  p->trees_ = t;
+  const std::size_t bytes = t->heap_bytes();
+  std::list<impl::tree_slot> dropped;  // destroyed after the lock is released
+  {
+    std::lock_guard lock(impl_->tree_mutex_);
+    auto& cache = impl_->tree_cache_;
+    if (bytes <= impl_->options.tree_cache_bytes) cache.push_front({p, t, bytes});
+    std::size_t total = 0;
+    for (auto it = cache.begin(); it != cache.end();) {
+      const auto next = std::next(it);
+      if (it->owner.expired() || total + it->bytes > impl_->options.tree_cache_bytes)
+        dropped.splice(dropped.end(), cache, it);
+      else
+        total += it->bytes;
+      it = next;
+    }
+  }
+  return t;
+}
+
+std::uint64_t store::trees_built() const noexcept { return impl_->trees_built_.load(std::memory_order_relaxed); }
 
 std::shared_ptr<const an::diff_node> store::diff(const std::shared_ptr<const profile>& baseline,
                                                  const std::shared_ptr<const profile>& experimental) const {
@@ -643,7 +715,7 @@ std::shared_ptr<const an::diff_node> store::diff(const std::shared_ptr<const pro
         return impl_->diffs_.front().root;
       }
   }
-  auto root = std::make_shared<const an::diff_node>(an::compute_diff(baseline->trees, experimental->trees));
+  auto root = std::make_shared<const an::diff_node>(an::compute_diff(*trees(baseline), *trees(experimental)));
   std::lock_guard lock(impl_->diff_mutex_);
   impl_->diffs_.push_front({baseline->generation, experimental->generation, root});
   while (impl_->diffs_.size() > diff_cache_entries) impl_->diffs_.pop_back();

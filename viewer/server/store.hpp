@@ -3,7 +3,15 @@
 /// @file store.hpp
 /// The logdir as the server sees it: discovery (analysis/discovery.hpp) repeated every
 /// reload interval, trace files loaded in the background (new and changed files reloaded,
-/// removed ones dropped), each loaded profile kept with its op trees and views computed once.
+/// removed ones dropped), each loaded profile kept with its views computed once.
+///
+/// Memory: what a profile keeps is bounded by its trace's JSON size. The op trees (~170 bytes
+/// per event, the largest structure) are built during the load for the views; they stay with
+/// the profile only when model + timeline + trees fit in the JSON text's bytes (GPU traces with
+/// long args: ~0.5x). Otherwise (many small CPU events, ~137 bytes of JSON each) they are
+/// dropped, and the few requests that need them again (operator call stacks, Diff, a memory
+/// range the index cannot answer) rebuild them through store::trees(), which keeps the most
+/// recently used ones within store_options::tree_cache_bytes.
 /// A file that fails to load keeps its error for the UI and never stops the others.
 /// Thread-safe: every public member may be called from any thread.
 ///
@@ -23,7 +31,9 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +60,9 @@ struct store_options {
   bool follow_outside_symlinks = false;
   /// The largest JSON text of a trace (after gunzip) to load (analysis::load_options).
   std::uint64_t max_text_bytes = std::uint64_t{16} << 30;
+  /// Heap bytes of op trees rebuilt on demand (store::trees()) kept for the next request, most
+  /// recently used first; a tree larger than this is used by its requests and then dropped.
+  std::uint64_t tree_cache_bytes = std::uint64_t{256} << 20;
 };
 
 /// Load progress over every file discovered so far.
@@ -77,7 +90,10 @@ struct profile {
   double load_seconds = 0;       ///< load + op tree + report + timeline
   std::uint64_t generation = 0;  ///< unique per load (cache keys)
   analysis::trace_model model;
-  analysis::op_trees trees;      ///< built from `model` (plugin defaults)
+  /// What the server reads of the op trees (plugin defaults) after the load, whether or not the
+  /// trees themselves are kept (store::trees()).
+  analysis::attribution_stats tree_stats;
+  std::set<std::int64_t> used_devices;
   analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
   /// The Memory view's range-independent part: ranged /api/memory(_events) requests.
   analysis::memory_index memory_index;
@@ -89,6 +105,18 @@ struct profile {
   /// The windowed timeline (nullptr when building it failed: `timeline_error` says why).
   std::unique_ptr<server::timeline> timeline;
   std::string timeline_error;
+
+  /// Heap bytes the profile holds (model, memory index, timeline, and the op trees when kept):
+  /// what the server keeps per loaded trace, for benchmarks and tests.
+  std::size_t heap_bytes() const noexcept;
+  /// Whether the op trees were kept at load (they fit in the trace's JSON size, see above).
+  bool keeps_trees() const noexcept { return kept_trees_ != nullptr; }
+
+ private:
+  friend class store;
+  std::shared_ptr<const analysis::op_trees> kept_trees_;  ///< set at load when they fit
+  mutable std::mutex trees_mutex_;  ///< one on-demand build of the trees at a time
+  mutable std::weak_ptr<const analysis::op_trees> trees_;  ///< while some request or the cache holds them
 };
 
 /// A file as /api/status lists it.
@@ -153,6 +181,14 @@ class store {
   /// The Distributed view of the loaded workers of (run, span), computed once per set of
   /// profiles and cached; nullptr when the run has no loaded file of that span.
   std::shared_ptr<const distributed_entry> distributed(std::string_view run, std::string_view span) const;
+  /// The op trees of a loaded profile (build_op_tree(p->model), plugin defaults): the kept ones,
+  /// else those any request is using now, else the cache's, else built (in the caller's thread;
+  /// about as long as the load's tree step) and cached within store_options::tree_cache_bytes.
+  /// The result reads `p->model`: keep `p` alive while using it.
+  std::shared_ptr<const analysis::op_trees> trees(const std::shared_ptr<const profile>& p) const;
+  /// Op trees built on demand by trees() since start (tests and benchmarks).
+  std::uint64_t trees_built() const noexcept;
+
   /// compute_diff(baseline, experimental) of two loaded profiles; the last 8 pairs are cached.
   std::shared_ptr<const analysis::diff_node> diff(const std::shared_ptr<const profile>& baseline,
                                                   const std::shared_ptr<const profile>& experimental) const;

@@ -29,7 +29,7 @@
 /// analysis::gpu_utilization_counters (one per GPU, points [t relative to t0, value in 0..1]);
 /// the Est. SM Efficiency series are left out (two points per kernel run: megabytes on big traces).
 ///
-/// **Windows.** Each lane keeps its slices in ts order as compact arrays (ts, end, event index),
+/// **Windows.** Each lane keeps its slices in ts order as event indices (times read from the model),
 /// and precomputed levels of detail: the same lane merged at thresholds 0.25, 1, 4, 16, ... µs
 /// (a level is kept when it halves the item count of the previous kept one). A window with merge
 /// width m = (end - start) / px scans, per lane, the coarsest level whose threshold is <= m from
