@@ -498,6 +498,18 @@ async function main() {
     check(again && first && again[0].join('|') === first[0].join('|') && sameHash === new URL(url).hash,
       `a shared link (${new URL(url).hash}) restores the Operator view with the same top row`);
     await fresh.close();
+
+    // Per-area checks: every web/tests/checks/*.mjs exports `run(ctx)`, run in name order on the
+    // same server and browser (one file per area keeps this file from growing without bound).
+    const ctx = { page, context, base, opts, problems, expectedResnet, check, getJson, waitFor, open, sel, shot,
+      tableRowsJs, watch, hashOf };
+    const checksDir = join(here, 'checks');
+    const modules = existsSync(checksDir) ? readdirSync(checksDir).filter((f) => f.endsWith('.mjs')).sort() : [];
+    for (const name of modules) {
+      console.log(`-- checks/${name}`);
+      const m = await import(new URL(`./checks/${name}`, import.meta.url).href);
+      await m.run(ctx);
+    }
   } finally {
     await context.close();
   }
