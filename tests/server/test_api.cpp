@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -432,6 +434,107 @@ TEST_CASE("api: operator and kernel tables equal the analysis engine's rows") {
   CHECK(ct["metadata"]["sort"] == "host_self_duration");
   REQUIRE(!ct["data"].empty());
   CHECK_FALSE(ct["data"][0].contains("device_self_duration"));
+}
+
+namespace {
+
+/// torch-tb-profiler's golden numbers of a real trace (tests/data/real/README.md).
+json golden_of(const fs::path& trace_rel) {
+  std::ifstream in(real_dir() / "expected" / (trace_rel.string() + ".expected.json"));
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+/// Whether `v` is within the plugin's rounding of the golden `g` (max(1 µs, 0.1 %)).
+bool near_golden(double v, double g) { return std::abs(v - g) <= std::max(1.0, 0.001 * std::abs(g)); }
+
+}  // namespace
+
+TEST_CASE("api: /operation?group_by=OperationAndInputShape answers the by-shape pies of the plugin") {
+  store& s = *shared_fixture().s;
+  const json golden = golden_of(resnet_span1)["operators"];
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const json by_name = get_json(s, "operation", with(q, "group_by", "Operation"));
+  const json by_shape = get_json(s, "operation", with(q, "group_by", "OperationAndInputShape"));
+  CHECK(get_json(s, "operation", q) == by_name);  // no group_by: by name, as the plugin
+
+  const std::pair<const char*, const char*> pies[] = {{"device_total_time", "device_total_us"},
+                                                      {"device_self_time", "device_self_us"},
+                                                      {"host_total_time", "host_total_us"},
+                                                      {"host_self_time", "host_self_us"}};
+  for (const auto& [pie, key] : pies) {
+    INFO(pie);
+    REQUIRE(by_shape[pie].is_object());
+    CHECK(by_shape[pie]["title"] == by_name[pie]["title"]);
+    const json& rows = by_shape[pie]["rows"];
+    // One slice per (name, input shape) group with time: more than by name on this trace.
+    CHECK(rows.size() > by_name[pie]["rows"].size());
+    // Slices sorted by value, descending; labelled with the bare operator name.
+    std::map<std::string, std::vector<double>> slices, expected;
+    std::map<std::string, std::size_t> groups;  // golden groups of each name, timed or not
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i > 0) CHECK(rows[i][1].get<double>() <= rows[i - 1][1].get<double>());
+      slices[rows[i][0].get<std::string>()].push_back(rows[i][1].get<double>());
+    }
+    for (const auto& g : golden["by_name_and_input_shape"]) {
+      ++groups[g["name"].get<std::string>()];
+      if (g[key].get<double>() >= 1) expected[g["name"].get<std::string>()].push_back(g[key].get<double>());
+    }
+    // Each golden group with at least 1 µs (the golden values are rounded) is a slice of its
+    // name with its value; the other slices of that name are below 1 µs.
+    for (auto& [name, values] : expected) {
+      INFO(name);
+      std::vector<double>& got = slices[name];
+      std::sort(values.rbegin(), values.rend());
+      std::sort(got.rbegin(), got.rend());
+      REQUIRE(got.size() >= values.size());
+      CHECK(got.size() <= groups[name]);
+      for (std::size_t i = 0; i < values.size(); ++i) CHECK(near_golden(got[i], values[i]));
+      for (std::size_t i = values.size(); i < got.size(); ++i) CHECK(got[i] < 1.0);
+    }
+    for (const auto& [name, got] : slices) {
+      INFO(name);
+      CHECK(groups.count(name) == 1);
+      if (expected.count(name) == 0)
+        for (double v : got) CHECK(v < 1.0);
+    }
+  }
+}
+
+TEST_CASE("api: /operation/table and /operation/stack carry the Tensor Cores fields without kernels") {
+  store& s = *shared_fixture().s;
+  const fs::path trace = "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  const json golden = golden_of(trace)["operators"];
+  const auto cq = profile_query("cpu_only", "rank-34.Jul_15_10_52_41", "1");
+  for (bool by_shape : {false, true}) {
+    INFO("by_shape " << by_shape);
+    const json t = get_json(s, "operation/table", with(cq, "group_by", by_shape ? "OperationAndInputShape" : "Operation"));
+    CHECK(t["metadata"]["sort"] == "host_self_duration");
+    CHECK(t["metadata"]["tooltips"].size() == 3);
+    const json& want = golden[by_shape ? "by_name_and_input_shape" : "by_name"];
+    REQUIRE(t["data"].size() == want.size());
+    for (const auto& r : t["data"]) {
+      INFO(r.dump());
+      CHECK_FALSE(r.contains("device_self_duration"));
+      CHECK_FALSE(r.contains("device_total_duration"));
+      const auto g = std::find_if(want.begin(), want.end(), [&](const json& w) {
+        return w["name"] == r["name"] && (!by_shape || w["input_shape"] == r["input_shape"]);
+      });
+      REQUIRE(g != want.end());
+      CHECK(r["tc_eligible"] == ((*g)["tc_eligible"].get<bool>() ? "Yes" : "No"));
+      CHECK(r["tc_self_ratio"].get<double>() == (*g)["tc_self_pct"].get<double>());
+      CHECK(r["tc_total_ratio"].get<double>() == (*g)["tc_total_pct"].get<double>());
+    }
+  }
+  // The call-stack rows have the same fields (the stacks of the first operator that has one).
+  const json t = get_json(s, "operation/table", cq);
+  for (const auto& r : t["data"]) {
+    if (!r["has_call_stack"].get<bool>()) continue;
+    const json st = get_json(s, "operation/stack", with(cq, "op_name", r["name"].get<std::string>()));
+    REQUIRE(!st["data"].empty());
+    for (const char* k : {"tc_eligible", "tc_self_ratio", "tc_total_ratio"}) CHECK(st["data"][0].contains(k));
+    break;
+  }
 }
 
 TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {

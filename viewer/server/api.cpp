@@ -424,7 +424,8 @@ class router {
     }
     return cached(pr.generation, [&]() -> std::string {
       const std::string* group = r_.param("group_by");
-      if (route == "operation") return dump(payloads::operation_pies(pr));
+      if (route == "operation")
+        return dump(payloads::operation_pies(pr, group != nullptr && *group == "OperationAndInputShape"));
       if (route == "operation/table")
         return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
       if (route == "kernel") return dump(payloads::kernel_pie(pr));

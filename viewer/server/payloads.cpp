@@ -261,12 +261,13 @@ ojson overview(const profile& p, std::size_t workers) {
   return j;
 }
 
-ojson operation_pies(const profile& p) {
+ojson operation_pies(const profile& p, bool by_shape) {
+  const an::operator_pies& pies = by_shape ? p.pies_by_shape : p.pies;
   ojson j;
-  j["device_total_time"] = pie_json("Device Total Time (us)", p.pies.device_total);
-  j["device_self_time"] = pie_json("Device Self Time (us)", p.pies.device_self);
-  j["host_total_time"] = pie_json("Host Total Time (us)", p.pies.host_total);
-  j["host_self_time"] = pie_json("Host Self Time (us)", p.pies.host_self);
+  j["device_total_time"] = pie_json("Device Total Time (us)", pies.device_total);
+  j["device_self_time"] = pie_json("Device Self Time (us)", pies.device_self);
+  j["host_total_time"] = pie_json("Host Total Time (us)", pies.host_total);
+  j["host_self_time"] = pie_json("Host Self Time (us)", pies.host_self);
   return j;
 }
 

@@ -38,8 +38,9 @@ ojson overview(const profile& p, std::size_t workers);
 /// 187948us<br> <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total);
 
-/// `/api/operation` (plugin shape): the four pies.
-ojson operation_pies(const profile& p);
+/// `/api/operation` (plugin shape): the four pies, of the groups by name, or by name and input
+/// shape when `by_shape` (`group_by=OperationAndInputShape`; slices keep the bare name).
+ojson operation_pies(const profile& p, bool by_shape);
 /// `/api/operation/table` (plugin shape).
 ojson operation_table(const profile& p, bool by_shape);
 /// `/api/operation/stack` (plugin shape) from the profile's op trees (store::trees()); nullopt

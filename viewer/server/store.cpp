@@ -486,6 +486,7 @@ struct store::impl {
     p->report = an::compute_report(p->model, *trees);
     p->memory_index = an::build_memory_index(p->model, *trees);
     p->pies = an::operator_pies_by_name(p->model, *trees);
+    p->pies_by_shape = an::operator_pies_by_name_and_input_shape(p->model, *trees);
     p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
     p->kernel_view = an::kernel_view_present(p->model, *trees);
     p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
