@@ -580,11 +580,83 @@ TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
   if (d.device_info.empty()) CHECK(gpu.is_null());
   else CHECK(gpu["data"].size() == d.device_info.size());
 
-  // A single-worker run: the view is absent, answered with null (not an error).
-  CHECK(get_json(s, "distributed/overlap", {{"run", "cpu_only"}, {"span", "1"}}).is_null());
+  // A run without communication: the view is absent, answered with null (not an error).
+  CHECK(get_json(s, "distributed/overlap", {{"run", "resnet50_v100"}, {"span", "1"}}).is_null());
   CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}, {"span", "9"}}).status == 404);
   CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}}).status == 400);
   CHECK(get(s, "distributed/bogus", q).status == 404);
+}
+
+TEST_CASE("api: one worker with communication has the Distributed view, as the plugin") {
+  store& s = *shared_fixture().s;
+  // rank0 of two_ranks alone (NCCL), and cuda_sync_simple_add (distributedInfo but no
+  // communication op).
+  temp_dir dir("one_rank");
+  fs::create_directories(dir.path / "one_rank");
+  fs::copy_file(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz", dir.path / "one_rank" / "rank0.pt.trace.json.gz");
+  copy_run("cuda_sync_simple_add", dir.path);
+  auto one = loaded_store(dir.path);
+
+  const json views = get_json(*one, "views", {{"run", "one_rank"}});
+  CHECK(std::find(views.begin(), views.end(), "Distributed") != views.end());
+  CHECK(get_json(*one, "workers", {{"run", "one_rank"}, {"view", "Distributed"}}) == json({"All"}));
+  CHECK(get_json(*one, "spans", {{"run", "one_rank"}, {"worker", "All"}}) == json({"default"}));
+  for (const auto& [st, run] : {std::pair<store*, std::string>{one.get(), "cuda_sync_simple_add"}, {&s, "resnet50_v100"}}) {
+    INFO(run);
+    const json v = get_json(*st, "views", {{"run", run}});
+    CHECK(std::find(v.begin(), v.end(), "Distributed") == v.end());
+    CHECK(get_json(*st, "workers", {{"run", run}, {"view", "Distributed"}}) == json::array());
+    CHECK(get_json(*st, "spans", {{"run", run}, {"worker", "All"}}) == json::array());
+  }
+  // cpu_only, one rank of a Gloo job with 10 gloo:all_reduce annotations: the plugin's view too.
+  const json cpu_views = get_json(s, "views", {{"run", "cpu_only"}});
+  CHECK(std::find(cpu_views.begin(), cpu_views.end(), "Distributed") != cpu_views.end());
+  const json cpu_ops = get_json(s, "distributed/commops", {{"run", "cpu_only"}, {"span", "1"}});
+  REQUIRE(cpu_ops["data"].size() == 1);
+  const json& cpu_rows = cpu_ops["data"].begin().value()["rows"];
+  REQUIRE(cpu_rows.size() == 1);
+  CHECK(cpu_rows[0][0] == "gloo:all_reduce");
+  CHECK(cpu_rows[0][1] == 10);
+  CHECK(cpu_rows[0][6].get<double>() == cpu_rows[0][4].get<double>());
+
+  const query_t q1 = {{"run", "one_rank"}, {"span", "default"}};
+  const query_t q2 = {{"run", "two_ranks"}, {"span", "default"}};
+  // Computation/communication overlap reads one worker's own trace: rank0's bars are those of
+  // the two-rank run.
+  const json overlap1 = get_json(*one, "distributed/overlap", q1);
+  const json overlap2 = get_json(s, "distributed/overlap", q2);
+  REQUIRE(overlap1["data"].is_object());
+  CHECK(overlap1["data"].size() == overlap2["data"].size());
+  for (const auto& [step, workers] : overlap1["data"].items()) {
+    INFO(step);
+    CHECK(workers.size() == 1);
+    CHECK(workers["rank0"] == overlap2["data"][step]["rank0"]);
+  }
+  // Alone, a rank waits for nobody: all its communication time is data transfer.
+  const json wait = get_json(*one, "distributed/waittime", q1);
+  REQUIRE(wait["data"]["all"].contains("rank0"));
+  CHECK(wait["data"]["all"]["rank0"][0].get<double>() > 0);
+  for (const auto& [step, workers] : wait["data"].items()) CHECK(workers["rank0"][1].get<double>() == 0);
+  const json ops1 = get_json(*one, "distributed/commops", q1);
+  const json ops2 = get_json(s, "distributed/commops", q2);
+  const json& rows1 = ops1["data"]["rank0"]["rows"];
+  const json& rows2 = ops2["data"]["rank0"]["rows"];
+  REQUIRE(rows1.size() == rows2.size());
+  REQUIRE(!rows1.empty());
+  for (std::size_t i = 0; i < rows1.size(); ++i) {
+    INFO(rows1[i].dump());
+    CHECK(rows1[i][0] == rows2[i][0]);                      // name
+    CHECK(rows1[i][1] == rows2[i][1]);                      // calls
+    CHECK(rows1[i][2] == rows2[i][2]);                      // total size
+    CHECK(rows1[i][4] == rows2[i][4]);                      // total latency
+    CHECK(rows1[i][6].get<double>() == rows1[i][4].get<double>());  // transfer = latency
+  }
+  const json gpu1 = get_json(*one, "distributed/gpuinfo", q1);
+  const json gpu2 = get_json(s, "distributed/gpuinfo", q2);
+  CHECK(gpu1.is_null() == gpu2.is_null());
+  // No communication: no view, answered with null.
+  const std::string sync_span = get_json(*one, "spans", {{"run", "cuda_sync_simple_add"}, {"worker", "benchmark_result_493459"}})[0];
+  CHECK(get_json(*one, "distributed/overlap", {{"run", "cuda_sync_simple_add"}, {"span", sync_span}}).is_null());
 }
 
 TEST_CASE("api: /diffnode of diff_base vs diff_test equals compute_diff") {
