@@ -122,6 +122,46 @@ std::string memory_trace_text() {
   return kinetoscope::chrome_trace_string(d);
 }
 
+/// A trace with a CPU allocation in aten::empty (12.5 µs after the start) and a GPU0 allocation in
+/// aten::zeros (55 µs), written by the core library: a range can hold one device's records only.
+std::string two_device_memory_trace_text() {
+  kinetoscope::trace_data d;
+  d.pid = 78;
+  d.profile_memory = true;
+  const std::int64_t base = kinetoscope::base_time_ns();
+  auto ns = [&](double us) { return base + static_cast<std::int64_t>(us * 1000); };
+  std::int64_t ext = 0;
+  auto op = [&](std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
+    kinetoscope::cpu_event ev;
+    ev.start_ns = ns(s);
+    ev.end_ns = ns(e);
+    ev.tid = 4243;
+    ev.end_tid = 4243;
+    ev.name = d.intern(name);
+    ev.category = cat;
+    ev.external_id = ++ext;
+    d.events.push_back(ev);
+  };
+  auto mem = [&](double t, std::uint64_t addr, std::int64_t bytes, kinetoscope::device_type dev, std::int16_t id) {
+    kinetoscope::memory_event m;
+    m.time_ns = ns(t);
+    m.tid = 4243;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = bytes;
+    m.total_reserved = 4096;
+    m.device = dev;
+    m.device_id = id;
+    d.memory.push_back(m);
+  };
+  op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
+  op("aten::empty", 1010, 1015, kinetoscope::cpu_category::cpu_op);
+  op("aten::zeros", 1050, 1060, kinetoscope::cpu_category::cpu_op);
+  mem(1012.5, 0x1000, 1024, kinetoscope::device_type::cpu, -1);
+  mem(1055, 0x7000, 4096, kinetoscope::device_type::cuda, 0);
+  return kinetoscope::chrome_trace_string(d);
+}
+
 /// A store on `logdir`, started, its first scan and loads done.
 std::unique_ptr<store> loaded_store(const fs::path& logdir, double reload_interval_s = 0,
                                     bool follow_outside_symlinks = false) {
@@ -657,6 +697,54 @@ TEST_CASE("api: one worker with communication has the Distributed view, as the p
   // No communication: no view, answered with null.
   const std::string sync_span = get_json(*one, "spans", {{"run", "cuda_sync_simple_add"}, {"worker", "benchmark_result_493459"}})[0];
   CHECK(get_json(*one, "distributed/overlap", {{"run", "cuda_sync_simple_add"}, {"span", sync_span}}).is_null());
+}
+
+TEST_CASE("api: memory bodies list the devices with rows and default to one of them, as the plugin") {
+  store& s = *shared_fixture().s;
+  // resnet50_v100's [memory] events have no address: no curve, no events, only statistics. The
+  // plugin's curve and events bodies then default to "CPU".
+  const direct resnet(traces_dir() / resnet_span1);
+  REQUIRE(resnet.report.memory.present);
+  const auto rq = profile_query("resnet50_v100", "worker0", "1");
+  const json rcurve = get_json(s, "memory_curve", rq);
+  CHECK(rcurve["metadata"]["devices"] == json::array());
+  CHECK(rcurve["metadata"]["default_device"] == "CPU");
+  const json revents = get_json(s, "memory_events", rq);
+  CHECK(revents["rows"] == json::object());
+  CHECK(revents["metadata"]["default_device"] == "CPU");
+  const json rstats = get_json(s, "memory", rq);
+  REQUIRE(rstats["rows"].contains("GPU0"));
+  CHECK(rstats["metadata"]["default_device"] == "GPU0");
+  for (const auto& [device, rows] : rstats["rows"].items()) CHECK(!rows.empty());
+
+  temp_dir dir("two_devices");
+  fs::create_directories(dir.path / "mem2");
+  std::ofstream(dir.path / "mem2" / "mem2.pt.trace.json", std::ios::binary) << two_device_memory_trace_text();
+  auto st = loaded_store(dir.path);
+  const auto q = profile_query("mem2", "mem2", "default");
+  const json all = get_json(*st, "memory", q);
+  CHECK(all["rows"].size() == 2);
+  CHECK(all["metadata"]["default_device"] == "GPU0");
+  const double first_ts = get_json(*st, "memory_curve", q)["metadata"]["first_ts"].get<double>();
+  auto range = [&](double lo, double hi) {
+    return with(with(q, "start_ts", std::to_string(first_ts + lo)), "end_ts", std::to_string(first_ts + hi));
+  };
+  // [5, 20] µs holds the CPU allocation only: GPU0 is left out, and the default is CPU.
+  for (const char* route : {"memory", "memory_events"}) {
+    INFO(route);
+    const json cpu = get_json(*st, route, range(5, 20));
+    CHECK(cpu["rows"].size() == 1);
+    CHECK(cpu["rows"]["CPU"].size() == 1);
+    CHECK(cpu["metadata"]["default_device"] == "CPU");
+    const json gpu = get_json(*st, route, range(40, 70));
+    CHECK(gpu["rows"].size() == 1);
+    REQUIRE(gpu["rows"].contains("GPU0"));
+    CHECK(gpu["rows"]["GPU0"][0][0] == "aten::zeros");
+    CHECK(gpu["metadata"]["default_device"] == "GPU0");
+    const json none = get_json(*st, route, range(80, 90));
+    CHECK(none["rows"] == json::object());
+    CHECK(none["metadata"]["default_device"] == "CPU");
+  }
 }
 
 TEST_CASE("api: /diffnode of diff_base vs diff_test equals compute_diff") {

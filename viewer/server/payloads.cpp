@@ -93,6 +93,15 @@ ojson pie_json(std::string_view title, const an::operator_pie& pie) {
 }
 
 ojson module_row_json(const an::module_row& m) {
+/// A memory body's default_device, from the devices that body lists (sorted by name): the
+/// first named "GPU…", else "CPU" (torch-tb-profiler's run.py decides it per route this way, so
+/// a trace whose records have no address says "CPU" in the curve and events bodies).
+std::string memory_default_device(const ojson& rows) {
+  for (const auto& [device, list] : rows.items())
+    if (device.rfind("GPU", 0) == 0) return device;
+  return "CPU";
+}
+
   ojson j = api_object(m);
   j["children"] = ojson::array();
   for (const auto& c : m.children) j["children"].push_back(module_row_json(c));
@@ -324,7 +333,7 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
   const double mf = an::memory_factor(unit);
   ojson j;
   j["metadata"] = {{"title", "Memory View"},
-                   {"default_device", m.default_device},
+                   {"default_device", "CPU"},
                    {"search", "Operator Name"},
                    {"sort", "Self Size Increase (" + u + ")"}};
   ojson columns = ojson::array();
@@ -333,9 +342,11 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
   });
   j["columns"] = std::move(columns);
   ojson rows = ojson::object();
+  // Only devices with rows (in the range), as the plugin lists them.
   if (m.present)
     for (const auto& d : m.devices) {
       ojson list = ojson::array();
+      if (d.stats.empty()) continue;
       for (const auto& s : d.stats) {
         ojson row = ojson::array();
         fields::for_each_field(s, [&](const fields::field& f, const ojson& value) {
@@ -346,6 +357,7 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
       rows[d.device] = std::move(list);
     }
   j["rows"] = std::move(rows);
+  j["metadata"]["default_device"] = memory_default_device(rows);
   return j;
 }
 
@@ -370,7 +382,7 @@ ojson memory_curve(const an::memory_result& m, an::memory_time_unit time_unit, a
       rows[d.device] = std::move(list);
     }
   ojson j;
-  j["metadata"] = {{"default_device", m.default_device},
+  j["metadata"] = {{"default_device", memory_default_device(rows)},
                    {"devices", std::move(devices)},
                    {"peaks", std::move(peaks)},
                    {"totals", std::move(totals)},
@@ -393,7 +405,7 @@ ojson memory_events(const an::memory_result& m, an::memory_time_unit time_unit, 
   const double tf = an::time_factor(time_unit);
   const double mf = an::memory_factor(size_unit);
   ojson j;
-  j["metadata"] = {{"title", "Memory Events"}, {"default_device", m.default_device}};
+  j["metadata"] = {{"title", "Memory Events"}, {"default_device", "CPU"}};
   j["columns"] = ojson::array({memory_column("Operator", "string", ""),
                                memory_column("Size (" + su + ")", "number", ""),
                                memory_column("Allocation Time (" + tu + ")", "number", ""),
@@ -407,12 +419,14 @@ ojson memory_events(const an::memory_result& m, an::memory_time_unit time_unit, 
   if (m.present)
     for (const auto& d : m.devices) {
       ojson list = ojson::array();
+      if (d.events.empty()) continue;  // only devices with rows, as the plugin
       for (const auto& e : d.events)
         list.push_back({e.op_name, an::memory_display_round(static_cast<double>(e.size_bytes) * mf),
                         time(e.allocation_time_us), time(e.release_time_us), time(e.duration_us)});
       rows[d.device] = std::move(list);
     }
   j["rows"] = std::move(rows);
+  j["metadata"]["default_device"] = memory_default_device(rows);
   return j;
 }
 
