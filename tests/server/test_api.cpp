@@ -31,6 +31,7 @@
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "kinetoscope/tensorboard/tfevents.hpp"
+#include "../module_fixture.hpp"
 #include "../run_command.hpp"
 #include "server/api.hpp"
 #include "server/row_fields.hpp"
@@ -913,6 +914,81 @@ TEST_CASE("api: module, recommendations, diagnostics, scalars") {
   const json no_scalars = json::parse(
       R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0, "loading": false})");
   CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
+}
+
+namespace {
+
+/// Every node of a /tree body, depth first, with its depth.
+void tree_nodes(const json& n, int depth, std::vector<std::pair<const json*, int>>& out) {
+  out.emplace_back(&n, depth);
+  for (const auto& c : n["children"]) tree_nodes(c, depth + 1, out);
+}
+
+}  // namespace
+
+TEST_CASE("api: /tree answers the operator tree of the Module view's timeline, as the plugin") {
+  // The module fixture (two passes of TinyNet; times known, see tests/module_fixture.hpp).
+  temp_dir dir("tree");
+  fs::create_directories(dir.path / "tiny");
+  std::ofstream(dir.path / "tiny" / "tiny.pt.trace.json", std::ios::binary)
+      << kinetoscope::chrome_trace_string(module_fixture::tiny_net_trace());
+  auto st = loaded_store(dir.path);
+  const json tree = get_json(*st, "tree", profile_query("tiny", "tiny", "default"));
+  CHECK(tree["name"] == "CallTreeRoot");
+  CHECK(tree["type"] == "Python");
+  std::vector<std::pair<const json*, int>> nodes;
+  tree_nodes(tree, 0, nodes);
+  // The main thread: the root, 2 steps, and per pass TinyNet, its 3 sub-modules, 5 operators
+  // inside them and aten::mul after them (aten::mm runs on thread 2, a later tree).
+  CHECK(nodes.size() == 1 + 2 + 2 * 10);
+  int depth = 0;
+  std::map<std::string, int> types;
+  for (const auto& [n, d] : nodes) {
+    depth = std::max(depth, d);
+    ++types[(*n)["type"].get<std::string>()];
+    CHECK((*n)["name"] != "aten::mm");
+    CHECK((*n)["tid"] == tree["tid"]);
+  }
+  CHECK(depth == 5);  // root > step > TinyNet > fc1 > aten::linear > aten::addmm
+  CHECK(types == std::map<std::string, int>{{"Python", 1}, {"ProfilerStep", 2}, {"Module", 8}, {"Operator", 12}});
+  REQUIRE(tree["children"].size() == 2);
+  const json& step3 = tree["children"][0];
+  CHECK(step3["name"] == "ProfilerStep#3");
+  CHECK(step3["end_time"].get<double>() - step3["start_time"].get<double>() == 155);
+  REQUIRE(step3["children"].size() == 2);
+  const json& net = step3["children"][0];
+  CHECK(net["type"] == "Module");
+  CHECK(net["end_time"].get<double>() - net["start_time"].get<double>() == 100);
+  CHECK(net["start_time"].get<double>() - step3["start_time"].get<double>() == 5);
+  CHECK(step3["children"][1]["name"] == "aten::mul");
+  CHECK(tree["start_time"] == step3["start_time"]);
+  CHECK(tree["end_time"] == tree["children"][1]["end_time"]);
+
+  // resnet50_v100: the first tree holds every forward aten::conv2d call the plugin counted,
+  // children inside their parents, and no runtime or kernel.
+  store& s = *shared_fixture().s;
+  const json rtree = get_json(s, "tree", profile_query("resnet50_v100", "worker0", "1"));
+  CHECK(rtree["name"] == "CallTreeRoot");
+  nodes.clear();
+  tree_nodes(rtree, 0, nodes);
+  std::int64_t conv = 0;
+  for (const auto& [n, d] : nodes) {
+    const std::string type = (*n)["type"].get<std::string>();
+    CHECK((type == "Python" || type == "ProfilerStep" || type == "Operator" || type == "user_annotation" ||
+           type == "Module" || type == "backward"));
+    if ((*n)["name"] == "aten::conv2d") ++conv;
+    for (const auto& c : (*n)["children"]) {
+      CHECK(c["start_time"].get<double>() >= (*n)["start_time"].get<double>() - 1);
+      CHECK(c["end_time"].get<double>() <= (*n)["end_time"].get<double>() + 1);
+    }
+  }
+  std::int64_t golden_conv = -1;
+  const json golden = golden_of(resnet_span1);
+  for (const auto& r : golden["operators"]["by_name"])
+    if (r["name"] == "aten::conv2d") golden_conv = r["calls"].get<std::int64_t>();
+  CHECK(golden_conv > 0);
+  CHECK(conv == golden_conv);
+  CHECK(get(s, "tree", profile_query("resnet50_v100", "worker0", "9")).status == 404);
 }
 
 TEST_CASE("api: timeline routes reach the profile's timeline") {

@@ -152,7 +152,7 @@ class router {
         "overview",      "operation",    "operation/table", "operation/stack", "kernel",
         "kernel/table",  "kernel/tc_pie", "memory",         "memory_curve",    "memory_events",
         "module",        "recommendations", "diagnostics",  "timeline",        "timeline/tracks",
-        "timeline/event", "timeline/search"};
+        "timeline/event", "timeline/search", "tree"};
     if (profile_routes.count(route) != 0) return profile_route(route);
     throw api_error{404, "unknown API route '" + route.substr(0, 128) + "'"};
   }
@@ -421,6 +421,13 @@ class router {
       return cached(pr.generation, [&] {
         auto j = payloads::operation_stack(pr, *s_.trees(p), op, shape);
         if (!j) throw api_error{404, "could not find the call stack of operator " + op};
+        return dump(*j);
+      });
+    }
+    if (route == "tree") {
+      return cached(pr.generation, [&] {
+        auto j = payloads::operator_tree(pr, *s_.trees(p));
+        if (!j) throw api_error{404, "could not find the operator tree of this profile"};
         return dump(*j);
       });
     }

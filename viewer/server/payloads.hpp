@@ -67,6 +67,11 @@ ojson memory_events(const analysis::memory_result& m, analysis::memory_time_unit
 
 /// `/api/module` (plugin shape); null without module data.
 ojson module_view(const profile& p);
+/// `/api/tree` (plugin shape): the operator tree of "the first tree" (op_trees::first_tree(); the
+/// first Lightning tree on Lightning traces) as nested `{"name", "start_time", "end_time" (absolute
+/// µs), "type", "tid", "children"}`, the Module view's timeline; runtimes and kernels left out.
+/// nullopt when the profile has no tree.
+std::optional<ojson> operator_tree(const profile& p, const analysis::op_trees& trees);
 
 /// `/api/distributed/gpuinfo` (plugin shape); null without device information.
 ojson distributed_gpuinfo(const analysis::distributed_result& d);
