@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <thread>
@@ -29,6 +31,7 @@
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "kinetoscope/tensorboard/tfevents.hpp"
+#include "../module_fixture.hpp"
 #include "../run_command.hpp"
 #include "server/api.hpp"
 #include "server/row_fields.hpp"
@@ -117,6 +120,46 @@ std::string memory_trace_text() {
   mem(1012.5, 0x1000, 1024, 1024);   // aten::empty allocates 1 KB
   mem(1030, 0x2000, 2048, 3072);     // aten::linear allocates 2 KB
   mem(1070, 0x1000, -1024, 2048);    // freed outside any operator
+  return kinetoscope::chrome_trace_string(d);
+}
+
+/// A trace with a CPU allocation in aten::empty (12.5 µs after the start) and a GPU0 allocation in
+/// aten::zeros (55 µs), written by the core library: a range can hold one device's records only.
+std::string two_device_memory_trace_text() {
+  kinetoscope::trace_data d;
+  d.pid = 78;
+  d.profile_memory = true;
+  const std::int64_t base = kinetoscope::base_time_ns();
+  auto ns = [&](double us) { return base + static_cast<std::int64_t>(us * 1000); };
+  std::int64_t ext = 0;
+  auto op = [&](std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
+    kinetoscope::cpu_event ev;
+    ev.start_ns = ns(s);
+    ev.end_ns = ns(e);
+    ev.tid = 4243;
+    ev.end_tid = 4243;
+    ev.name = d.intern(name);
+    ev.category = cat;
+    ev.external_id = ++ext;
+    d.events.push_back(ev);
+  };
+  auto mem = [&](double t, std::uint64_t addr, std::int64_t bytes, kinetoscope::device_type dev, std::int16_t id) {
+    kinetoscope::memory_event m;
+    m.time_ns = ns(t);
+    m.tid = 4243;
+    m.addr = addr;
+    m.bytes = bytes;
+    m.total_allocated = bytes;
+    m.total_reserved = 4096;
+    m.device = dev;
+    m.device_id = id;
+    d.memory.push_back(m);
+  };
+  op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
+  op("aten::empty", 1010, 1015, kinetoscope::cpu_category::cpu_op);
+  op("aten::zeros", 1050, 1060, kinetoscope::cpu_category::cpu_op);
+  mem(1012.5, 0x1000, 1024, kinetoscope::device_type::cpu, -1);
+  mem(1055, 0x7000, 4096, kinetoscope::device_type::cuda, 0);
   return kinetoscope::chrome_trace_string(d);
 }
 
@@ -434,6 +477,107 @@ TEST_CASE("api: operator and kernel tables equal the analysis engine's rows") {
   CHECK_FALSE(ct["data"][0].contains("device_self_duration"));
 }
 
+namespace {
+
+/// torch-tb-profiler's golden numbers of a real trace (tests/data/real/README.md).
+json golden_of(const fs::path& trace_rel) {
+  std::ifstream in(real_dir() / "expected" / (trace_rel.string() + ".expected.json"));
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+/// Whether `v` is within the plugin's rounding of the golden `g` (max(1 µs, 0.1 %)).
+bool near_golden(double v, double g) { return std::abs(v - g) <= std::max(1.0, 0.001 * std::abs(g)); }
+
+}  // namespace
+
+TEST_CASE("api: /operation?group_by=OperationAndInputShape answers the by-shape pies of the plugin") {
+  store& s = *shared_fixture().s;
+  const json golden = golden_of(resnet_span1)["operators"];
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const json by_name = get_json(s, "operation", with(q, "group_by", "Operation"));
+  const json by_shape = get_json(s, "operation", with(q, "group_by", "OperationAndInputShape"));
+  CHECK(get_json(s, "operation", q) == by_name);  // no group_by: by name, as the plugin
+
+  const std::pair<const char*, const char*> pies[] = {{"device_total_time", "device_total_us"},
+                                                      {"device_self_time", "device_self_us"},
+                                                      {"host_total_time", "host_total_us"},
+                                                      {"host_self_time", "host_self_us"}};
+  for (const auto& [pie, key] : pies) {
+    INFO(pie);
+    REQUIRE(by_shape[pie].is_object());
+    CHECK(by_shape[pie]["title"] == by_name[pie]["title"]);
+    const json& rows = by_shape[pie]["rows"];
+    // One slice per (name, input shape) group with time: more than by name on this trace.
+    CHECK(rows.size() > by_name[pie]["rows"].size());
+    // Slices sorted by value, descending; labelled with the bare operator name.
+    std::map<std::string, std::vector<double>> slices, expected;
+    std::map<std::string, std::size_t> groups;  // golden groups of each name, timed or not
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (i > 0) CHECK(rows[i][1].get<double>() <= rows[i - 1][1].get<double>());
+      slices[rows[i][0].get<std::string>()].push_back(rows[i][1].get<double>());
+    }
+    for (const auto& g : golden["by_name_and_input_shape"]) {
+      ++groups[g["name"].get<std::string>()];
+      if (g[key].get<double>() >= 1) expected[g["name"].get<std::string>()].push_back(g[key].get<double>());
+    }
+    // Each golden group with at least 1 µs (the golden values are rounded) is a slice of its
+    // name with its value; the other slices of that name are below 1 µs.
+    for (auto& [name, values] : expected) {
+      INFO(name);
+      std::vector<double>& got = slices[name];
+      std::sort(values.rbegin(), values.rend());
+      std::sort(got.rbegin(), got.rend());
+      REQUIRE(got.size() >= values.size());
+      CHECK(got.size() <= groups[name]);
+      for (std::size_t i = 0; i < values.size(); ++i) CHECK(near_golden(got[i], values[i]));
+      for (std::size_t i = values.size(); i < got.size(); ++i) CHECK(got[i] < 1.0);
+    }
+    for (const auto& [name, got] : slices) {
+      INFO(name);
+      CHECK(groups.count(name) == 1);
+      if (expected.count(name) == 0)
+        for (double v : got) CHECK(v < 1.0);
+    }
+  }
+}
+
+TEST_CASE("api: /operation/table and /operation/stack carry the Tensor Cores fields without kernels") {
+  store& s = *shared_fixture().s;
+  const fs::path trace = "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  const json golden = golden_of(trace)["operators"];
+  const auto cq = profile_query("cpu_only", "rank-34.Jul_15_10_52_41", "1");
+  for (bool by_shape : {false, true}) {
+    INFO("by_shape " << by_shape);
+    const json t = get_json(s, "operation/table", with(cq, "group_by", by_shape ? "OperationAndInputShape" : "Operation"));
+    CHECK(t["metadata"]["sort"] == "host_self_duration");
+    CHECK(t["metadata"]["tooltips"].size() == 3);
+    const json& want = golden[by_shape ? "by_name_and_input_shape" : "by_name"];
+    REQUIRE(t["data"].size() == want.size());
+    for (const auto& r : t["data"]) {
+      INFO(r.dump());
+      CHECK_FALSE(r.contains("device_self_duration"));
+      CHECK_FALSE(r.contains("device_total_duration"));
+      const auto g = std::find_if(want.begin(), want.end(), [&](const json& w) {
+        return w["name"] == r["name"] && (!by_shape || w["input_shape"] == r["input_shape"]);
+      });
+      REQUIRE(g != want.end());
+      CHECK(r["tc_eligible"] == ((*g)["tc_eligible"].get<bool>() ? "Yes" : "No"));
+      CHECK(r["tc_self_ratio"].get<double>() == (*g)["tc_self_pct"].get<double>());
+      CHECK(r["tc_total_ratio"].get<double>() == (*g)["tc_total_pct"].get<double>());
+    }
+  }
+  // The call-stack rows have the same fields (the stacks of the first operator that has one).
+  const json t = get_json(s, "operation/table", cq);
+  for (const auto& r : t["data"]) {
+    if (!r["has_call_stack"].get<bool>()) continue;
+    const json st = get_json(s, "operation/stack", with(cq, "op_name", r["name"].get<std::string>()));
+    REQUIRE(!st["data"].empty());
+    for (const char* k : {"tc_eligible", "tc_self_ratio", "tc_total_ratio"}) CHECK(st["data"][0].contains(k));
+    break;
+  }
+}
+
 TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
   store& s = *shared_fixture().s;
   const direct r0(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz");
@@ -477,11 +621,131 @@ TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
   if (d.device_info.empty()) CHECK(gpu.is_null());
   else CHECK(gpu["data"].size() == d.device_info.size());
 
-  // A single-worker run: the view is absent, answered with null (not an error).
-  CHECK(get_json(s, "distributed/overlap", {{"run", "cpu_only"}, {"span", "1"}}).is_null());
+  // A run without communication: the view is absent, answered with null (not an error).
+  CHECK(get_json(s, "distributed/overlap", {{"run", "resnet50_v100"}, {"span", "1"}}).is_null());
   CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}, {"span", "9"}}).status == 404);
   CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}}).status == 400);
   CHECK(get(s, "distributed/bogus", q).status == 404);
+}
+
+TEST_CASE("api: one worker with communication has the Distributed view, as the plugin") {
+  store& s = *shared_fixture().s;
+  // rank0 of two_ranks alone (NCCL), and cuda_sync_simple_add (distributedInfo but no
+  // communication op).
+  temp_dir dir("one_rank");
+  fs::create_directories(dir.path / "one_rank");
+  fs::copy_file(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz", dir.path / "one_rank" / "rank0.pt.trace.json.gz");
+  copy_run("cuda_sync_simple_add", dir.path);
+  auto one = loaded_store(dir.path);
+
+  const json views = get_json(*one, "views", {{"run", "one_rank"}});
+  CHECK(std::find(views.begin(), views.end(), "Distributed") != views.end());
+  CHECK(get_json(*one, "workers", {{"run", "one_rank"}, {"view", "Distributed"}}) == json({"All"}));
+  CHECK(get_json(*one, "spans", {{"run", "one_rank"}, {"worker", "All"}}) == json({"default"}));
+  for (const auto& [st, run] : {std::pair<store*, std::string>{one.get(), "cuda_sync_simple_add"}, {&s, "resnet50_v100"}}) {
+    INFO(run);
+    const json v = get_json(*st, "views", {{"run", run}});
+    CHECK(std::find(v.begin(), v.end(), "Distributed") == v.end());
+    CHECK(get_json(*st, "workers", {{"run", run}, {"view", "Distributed"}}) == json::array());
+    CHECK(get_json(*st, "spans", {{"run", run}, {"worker", "All"}}) == json::array());
+  }
+  // cpu_only, one rank of a Gloo job with 10 gloo:all_reduce annotations: the plugin's view too.
+  const json cpu_views = get_json(s, "views", {{"run", "cpu_only"}});
+  CHECK(std::find(cpu_views.begin(), cpu_views.end(), "Distributed") != cpu_views.end());
+  const json cpu_ops = get_json(s, "distributed/commops", {{"run", "cpu_only"}, {"span", "1"}});
+  REQUIRE(cpu_ops["data"].size() == 1);
+  const json& cpu_rows = cpu_ops["data"].begin().value()["rows"];
+  REQUIRE(cpu_rows.size() == 1);
+  CHECK(cpu_rows[0][0] == "gloo:all_reduce");
+  CHECK(cpu_rows[0][1] == 10);
+  CHECK(cpu_rows[0][6].get<double>() == cpu_rows[0][4].get<double>());
+
+  const query_t q1 = {{"run", "one_rank"}, {"span", "default"}};
+  const query_t q2 = {{"run", "two_ranks"}, {"span", "default"}};
+  // Computation/communication overlap reads one worker's own trace: rank0's bars are those of
+  // the two-rank run.
+  const json overlap1 = get_json(*one, "distributed/overlap", q1);
+  const json overlap2 = get_json(s, "distributed/overlap", q2);
+  REQUIRE(overlap1["data"].is_object());
+  CHECK(overlap1["data"].size() == overlap2["data"].size());
+  for (const auto& [step, workers] : overlap1["data"].items()) {
+    INFO(step);
+    CHECK(workers.size() == 1);
+    CHECK(workers["rank0"] == overlap2["data"][step]["rank0"]);
+  }
+  // Alone, a rank waits for nobody: all its communication time is data transfer.
+  const json wait = get_json(*one, "distributed/waittime", q1);
+  REQUIRE(wait["data"]["all"].contains("rank0"));
+  CHECK(wait["data"]["all"]["rank0"][0].get<double>() > 0);
+  for (const auto& [step, workers] : wait["data"].items()) CHECK(workers["rank0"][1].get<double>() == 0);
+  const json ops1 = get_json(*one, "distributed/commops", q1);
+  const json ops2 = get_json(s, "distributed/commops", q2);
+  const json& rows1 = ops1["data"]["rank0"]["rows"];
+  const json& rows2 = ops2["data"]["rank0"]["rows"];
+  REQUIRE(rows1.size() == rows2.size());
+  REQUIRE(!rows1.empty());
+  for (std::size_t i = 0; i < rows1.size(); ++i) {
+    INFO(rows1[i].dump());
+    CHECK(rows1[i][0] == rows2[i][0]);                      // name
+    CHECK(rows1[i][1] == rows2[i][1]);                      // calls
+    CHECK(rows1[i][2] == rows2[i][2]);                      // total size
+    CHECK(rows1[i][4] == rows2[i][4]);                      // total latency
+    CHECK(rows1[i][6].get<double>() == rows1[i][4].get<double>());  // transfer = latency
+  }
+  const json gpu1 = get_json(*one, "distributed/gpuinfo", q1);
+  const json gpu2 = get_json(s, "distributed/gpuinfo", q2);
+  CHECK(gpu1.is_null() == gpu2.is_null());
+  // No communication: no view, answered with null.
+  const std::string sync_span = get_json(*one, "spans", {{"run", "cuda_sync_simple_add"}, {"worker", "benchmark_result_493459"}})[0];
+  CHECK(get_json(*one, "distributed/overlap", {{"run", "cuda_sync_simple_add"}, {"span", sync_span}}).is_null());
+}
+
+TEST_CASE("api: memory bodies list the devices with rows and default to one of them, as the plugin") {
+  store& s = *shared_fixture().s;
+  // resnet50_v100's [memory] events have no address: no curve, no events, only statistics. The
+  // plugin's curve and events bodies then default to "CPU".
+  const direct resnet(traces_dir() / resnet_span1);
+  REQUIRE(resnet.report.memory.present);
+  const auto rq = profile_query("resnet50_v100", "worker0", "1");
+  const json rcurve = get_json(s, "memory_curve", rq);
+  CHECK(rcurve["metadata"]["devices"] == json::array());
+  CHECK(rcurve["metadata"]["default_device"] == "CPU");
+  const json revents = get_json(s, "memory_events", rq);
+  CHECK(revents["rows"] == json::object());
+  CHECK(revents["metadata"]["default_device"] == "CPU");
+  const json rstats = get_json(s, "memory", rq);
+  REQUIRE(rstats["rows"].contains("GPU0"));
+  CHECK(rstats["metadata"]["default_device"] == "GPU0");
+  for (const auto& [device, rows] : rstats["rows"].items()) CHECK(!rows.empty());
+
+  temp_dir dir("two_devices");
+  fs::create_directories(dir.path / "mem2");
+  std::ofstream(dir.path / "mem2" / "mem2.pt.trace.json", std::ios::binary) << two_device_memory_trace_text();
+  auto st = loaded_store(dir.path);
+  const auto q = profile_query("mem2", "mem2", "default");
+  const json all = get_json(*st, "memory", q);
+  CHECK(all["rows"].size() == 2);
+  CHECK(all["metadata"]["default_device"] == "GPU0");
+  const double first_ts = get_json(*st, "memory_curve", q)["metadata"]["first_ts"].get<double>();
+  auto range = [&](double lo, double hi) {
+    return with(with(q, "start_ts", std::to_string(first_ts + lo)), "end_ts", std::to_string(first_ts + hi));
+  };
+  // [5, 20] µs holds the CPU allocation only: GPU0 is left out, and the default is CPU.
+  for (const char* route : {"memory", "memory_events"}) {
+    INFO(route);
+    const json cpu = get_json(*st, route, range(5, 20));
+    CHECK(cpu["rows"].size() == 1);
+    CHECK(cpu["rows"]["CPU"].size() == 1);
+    CHECK(cpu["metadata"]["default_device"] == "CPU");
+    const json gpu = get_json(*st, route, range(40, 70));
+    CHECK(gpu["rows"].size() == 1);
+    REQUIRE(gpu["rows"].contains("GPU0"));
+    CHECK(gpu["rows"]["GPU0"][0][0] == "aten::zeros");
+    CHECK(gpu["metadata"]["default_device"] == "GPU0");
+    const json none = get_json(*st, route, range(80, 90));
+    CHECK(none["rows"] == json::object());
+    CHECK(none["metadata"]["default_device"] == "CPU");
+  }
 }
 
 TEST_CASE("api: /diffnode of diff_base vs diff_test equals compute_diff") {
@@ -650,6 +914,81 @@ TEST_CASE("api: module, recommendations, diagnostics, scalars") {
   const json no_scalars = json::parse(
       R"({"tags": {}, "files": 0, "errors": [], "skipped_other_summaries": 0, "corrupt_records": 0, "loading": false})");
   CHECK(get_json(s, "scalars", {{"run", "two_ranks"}}) == no_scalars);
+}
+
+namespace {
+
+/// Every node of a /tree body, depth first, with its depth.
+void tree_nodes(const json& n, int depth, std::vector<std::pair<const json*, int>>& out) {
+  out.emplace_back(&n, depth);
+  for (const auto& c : n["children"]) tree_nodes(c, depth + 1, out);
+}
+
+}  // namespace
+
+TEST_CASE("api: /tree answers the operator tree of the Module view's timeline, as the plugin") {
+  // The module fixture (two passes of TinyNet; times known, see tests/module_fixture.hpp).
+  temp_dir dir("tree");
+  fs::create_directories(dir.path / "tiny");
+  std::ofstream(dir.path / "tiny" / "tiny.pt.trace.json", std::ios::binary)
+      << kinetoscope::chrome_trace_string(module_fixture::tiny_net_trace());
+  auto st = loaded_store(dir.path);
+  const json tree = get_json(*st, "tree", profile_query("tiny", "tiny", "default"));
+  CHECK(tree["name"] == "CallTreeRoot");
+  CHECK(tree["type"] == "Python");
+  std::vector<std::pair<const json*, int>> nodes;
+  tree_nodes(tree, 0, nodes);
+  // The main thread: the root, 2 steps, and per pass TinyNet, its 3 sub-modules, 5 operators
+  // inside them and aten::mul after them (aten::mm runs on thread 2, a later tree).
+  CHECK(nodes.size() == 1 + 2 + 2 * 10);
+  int depth = 0;
+  std::map<std::string, int> types;
+  for (const auto& [n, d] : nodes) {
+    depth = std::max(depth, d);
+    ++types[(*n)["type"].get<std::string>()];
+    CHECK((*n)["name"] != "aten::mm");
+    CHECK((*n)["tid"] == tree["tid"]);
+  }
+  CHECK(depth == 5);  // root > step > TinyNet > fc1 > aten::linear > aten::addmm
+  CHECK(types == std::map<std::string, int>{{"Python", 1}, {"ProfilerStep", 2}, {"Module", 8}, {"Operator", 12}});
+  REQUIRE(tree["children"].size() == 2);
+  const json& step3 = tree["children"][0];
+  CHECK(step3["name"] == "ProfilerStep#3");
+  CHECK(step3["end_time"].get<double>() - step3["start_time"].get<double>() == 155);
+  REQUIRE(step3["children"].size() == 2);
+  const json& net = step3["children"][0];
+  CHECK(net["type"] == "Module");
+  CHECK(net["end_time"].get<double>() - net["start_time"].get<double>() == 100);
+  CHECK(net["start_time"].get<double>() - step3["start_time"].get<double>() == 5);
+  CHECK(step3["children"][1]["name"] == "aten::mul");
+  CHECK(tree["start_time"] == step3["start_time"]);
+  CHECK(tree["end_time"] == tree["children"][1]["end_time"]);
+
+  // resnet50_v100: the first tree holds every forward aten::conv2d call the plugin counted,
+  // children inside their parents, and no runtime or kernel.
+  store& s = *shared_fixture().s;
+  const json rtree = get_json(s, "tree", profile_query("resnet50_v100", "worker0", "1"));
+  CHECK(rtree["name"] == "CallTreeRoot");
+  nodes.clear();
+  tree_nodes(rtree, 0, nodes);
+  std::int64_t conv = 0;
+  for (const auto& [n, d] : nodes) {
+    const std::string type = (*n)["type"].get<std::string>();
+    CHECK((type == "Python" || type == "ProfilerStep" || type == "Operator" || type == "user_annotation" ||
+           type == "Module" || type == "backward"));
+    if ((*n)["name"] == "aten::conv2d") ++conv;
+    for (const auto& c : (*n)["children"]) {
+      CHECK(c["start_time"].get<double>() >= (*n)["start_time"].get<double>() - 1);
+      CHECK(c["end_time"].get<double>() <= (*n)["end_time"].get<double>() + 1);
+    }
+  }
+  std::int64_t golden_conv = -1;
+  const json golden = golden_of(resnet_span1);
+  for (const auto& r : golden["operators"]["by_name"])
+    if (r["name"] == "aten::conv2d") golden_conv = r["calls"].get<std::int64_t>();
+  CHECK(golden_conv > 0);
+  CHECK(conv == golden_conv);
+  CHECK(get(s, "tree", profile_query("resnet50_v100", "worker0", "9")).status == 404);
 }
 
 TEST_CASE("api: timeline routes reach the profile's timeline") {

@@ -81,6 +81,27 @@ TEST_CASE("cli: tables, csv and views") {
   CHECK_FALSE(j.contains("overview"));
 }
 
+TEST_CASE("cli: the distributed view of a one-worker run, as the server and the plugin") {
+  // cpu_only: one rank of a Gloo job, 10 gloo:all_reduce calls.
+  const run_result r = run("analyze " + real_dir() + "/traces/cpu_only --view distributed --json");
+  REQUIRE_MESSAGE(r.status == 0, r.output);
+  const json d = json::parse(r.output)["distributed"];
+  CHECK(d["available"] == true);
+  REQUIRE(d["workers"].size() == 1);
+  REQUIRE(d["workers"][0]["comm_ops"].size() == 1);
+  const json& op = d["workers"][0]["comm_ops"][0];
+  CHECK(op["name"] == "gloo:all_reduce");
+  CHECK(op["calls"] == 10);
+  CHECK(op["data_transfer_us"] == op["total_latency_us"]);  // alone, a rank waits for nobody
+  CHECK(d["workers"][0]["wait"]["synchronizing_us"] == 0);
+  // No communication op: no view, and the reason says so.
+  const run_result none = run("analyze " + real_dir() + "/traces/resnet50_v100 --span 1 --view distributed --json");
+  REQUIRE_MESSAGE(none.status == 0, none.output);
+  const json n = json::parse(none.output)["distributed"];
+  CHECK(n["available"] == false);
+  CHECK(n["reason"].get<std::string>().find("no communication") != std::string::npos);
+}
+
 TEST_CASE("cli: errors are clear and exit non-zero") {
   const run_result missing = run("analyze /nonexistent/trace.json");
   CHECK(missing.status == 1);

@@ -390,9 +390,15 @@ distributed_result compute_distributed(const std::vector<distributed_worker_inpu
       result.reason = "worker " + w->worker + " has no trace";
       return result;
     }
-    const role_ranges roles = compute_role_ranges(*w->model, to_overview_options(options));
+    // The records first: a worker without any (most single traces) is answered without the
+    // role ranges, so asking whether a run has the view stays cheap.
     r.records = communication_records(*w->model, w->steps, options);
-    if (roles[step_role::communication].empty() || r.records.empty()) {
+    if (r.records.empty()) {
+      result.reason = "worker " + w->worker + " has no communication";
+      return result;
+    }
+    const role_ranges roles = compute_role_ranges(*w->model, to_overview_options(options));
+    if (roles[step_role::communication].empty()) {
       result.reason = "worker " + w->worker + " has no communication";
       return result;
     }

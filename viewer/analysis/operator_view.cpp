@@ -386,10 +386,12 @@ std::vector<operator_row> operator_stack_rows(const trace_model& model, const op
   return to_rows(std::move(picked), device_columns);
 }
 
-operator_pies operator_pies_by_name(const trace_model& model, const op_trees& trees, bool device_columns) {
-  (void)device_columns;  // the plugin fills the device pies whenever some device time is > 0
+namespace {
+
+/// The four pies of `groups` (rows with a positive value, descending, ties in group order).
+operator_pies pies_of(const std::vector<operator_group>& groups) {
   operator_pies pies;
-  for (const auto& g : aggregate(model, trees, grouping::name)) {
+  for (const auto& g : groups) {
     if (g.device_total > 0) pies.device_total.emplace_back(g.name, g.device_total);
     if (g.device_self > 0) pies.device_self.emplace_back(g.name, g.device_self);
     if (g.host_total > 0) pies.host_total.emplace_back(g.name, g.host_total);
@@ -403,6 +405,17 @@ operator_pies operator_pies_by_name(const trace_model& model, const op_trees& tr
   order(pies.host_total);
   order(pies.host_self);
   return pies;
+}
+
+}  // namespace
+
+operator_pies operator_pies_by_name(const trace_model& model, const op_trees& trees, bool device_columns) {
+  (void)device_columns;  // the plugin fills the device pies whenever some device time is > 0
+  return pies_of(aggregate(model, trees, grouping::name));
+}
+
+operator_pies operator_pies_by_name_and_input_shape(const trace_model& model, const op_trees& trees) {
+  return pies_of(aggregate(model, trees, grouping::name_shape));
 }
 
 }  // namespace kinetoscope::analysis

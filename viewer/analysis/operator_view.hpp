@@ -90,5 +90,9 @@ struct operator_pies {
 /// The four pies over the by-name groups (raw sums). `device_columns` is ignored (kept for
 /// symmetry with the tables).
 operator_pies operator_pies_by_name(const trace_model& model, const op_trees& trees, bool device_columns = true);
+/// The four pies over the (name, input shape) groups, as torch-tb-profiler's
+/// `operation_pie_by_name_input` (run_generator.py): one slice per group, labelled with the
+/// bare operator name, so a name with several input shapes has several slices of that label.
+operator_pies operator_pies_by_name_and_input_shape(const trace_model& model, const op_trees& trees);
 
 }  // namespace kinetoscope::analysis

@@ -269,27 +269,34 @@ an::trace_model load_or_throw(const std::string& path, const an::load_options& l
   return std::move(*r.model);
 }
 
-/// The distributed view of the chosen span: every worker of the run that has it.
-an::distributed_result distributed_of(const chosen& c, const an::op_tree_options& tree_options,
+/// The distributed view of the chosen span: every worker of the run that has it (one is
+/// enough, as in the viewer and torch-tb-profiler: the view exists when they all communicate).
+/// `model` and `trees` are those of the chosen file (c.path), not loaded again.
+an::distributed_result distributed_of(const chosen& c, const an::trace_model& model, const an::op_trees& trees,
+                                      const an::op_tree_options& tree_options,
                                       const an::overview_options& overview_options, const an::load_options& load) {
   std::vector<an::trace_file> files;
   for (const auto& f : c.run_files)
     if (f.span == c.span) files.push_back(f);
-  if (files.size() < 2) {
+  if (files.empty()) {
     an::distributed_result none;
-    none.reason = "the run has " + std::to_string(files.size()) + " worker(s) for span " + c.span +
-                  "; the distributed view needs at least 2";
+    none.reason = "the run has no worker for span " + c.span;
     return none;
   }
   std::vector<an::trace_model> models;
   models.reserve(files.size());
-  for (const auto& f : files) models.push_back(load_or_throw(f.path, load));
+  for (const auto& f : files) models.push_back(f.path == c.path ? an::trace_model{} : load_or_throw(f.path, load));
   // One op tree at a time: the view needs only each worker's steps and used devices.
   std::vector<an::distributed_worker_input> in;
   for (std::size_t i = 0; i < files.size(); ++i) {
-    const an::op_trees trees = an::build_op_tree(models[i], tree_options);
-    in.push_back({files[i].worker, &models[i], trees.used_devices,
-                  an::distributed_steps(an::compute_overview(models[i], trees, overview_options))});
+    if (files[i].path == c.path) {
+      in.push_back({files[i].worker, &model, trees.used_devices,
+                    an::distributed_steps(an::compute_overview(model, trees, overview_options))});
+      continue;
+    }
+    const an::op_trees worker_trees = an::build_op_tree(models[i], tree_options);
+    in.push_back({files[i].worker, &models[i], worker_trees.used_devices,
+                  an::distributed_steps(an::compute_overview(models[i], worker_trees, overview_options))});
   }
   an::distributed_options options;
   if (overview_options.all_collectives) options = an::distributed_options::improved();
@@ -479,7 +486,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
       for (const auto& m : report.modules.rows) doc["modules"].push_back(module_json(m));
     }
     if (!c.run_files.empty() && (want_all || a.view == "distributed"))
-      doc["distributed"] = distributed_json(distributed_of(c, tree_options, overview_options, load));
+      doc["distributed"] = distributed_json(distributed_of(c, model, trees, tree_options, overview_options, load));
     if (!a.diff_path.empty() && (want_all || a.view == "diff")) {
       const an::trace_model other = load_or_throw(a.diff_path, load);
       const an::op_trees other_trees = an::build_op_tree(other, tree_options);

@@ -152,7 +152,7 @@ class router {
         "overview",      "operation",    "operation/table", "operation/stack", "kernel",
         "kernel/table",  "kernel/tc_pie", "memory",         "memory_curve",    "memory_events",
         "module",        "recommendations", "diagnostics",  "timeline",        "timeline/tracks",
-        "timeline/event", "timeline/search"};
+        "timeline/event", "timeline/search", "tree"};
     if (profile_routes.count(route) != 0) return profile_route(route);
     throw api_error{404, "unknown API route '" + route.substr(0, 128) + "'"};
   }
@@ -267,19 +267,24 @@ class router {
     return false;
   }
 
-  static std::set<std::string> distributed_spans(const std::vector<file_status>& files) {
-    std::map<std::string, std::set<std::string>> workers_of_span;
-    for (const auto& f : files) workers_of_span[f.span].insert(f.worker);
+  /// The spans of `run` that have a Distributed view: those whose workers (one or more) all
+  /// communicate, as torch-tb-profiler's loader.py decides (store::distributed(), cached).
+  std::set<std::string> distributed_spans(const std::string& run, const std::vector<file_status>& files) {
+    std::set<std::string> all;
+    for (const auto& f : files) all.insert(f.span);
     std::set<std::string> spans;
-    for (const auto& [span, workers] : workers_of_span)
-      if (workers.size() >= 2) spans.insert(span);
+    for (const auto& span : all) {
+      auto entry = s_.distributed(run, span);
+      if (entry && entry->result.available) spans.insert(span);
+    }
     return spans;
   }
 
   api_response views() {
-    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    const std::string& run = required(r_, "run");
+    const std::vector<file_status> files = loaded_run(run);
     ojson out = ojson::array();
-    const bool dist = !distributed_spans(files).empty();
+    const bool dist = !distributed_spans(run, files).empty();
     for (const char* v : view_order) {
       bool any = v == std::string_view("Distributed") && dist;
       for (const auto& f : files) any = any || offers(*f.loaded, v);
@@ -289,13 +294,14 @@ class router {
   }
 
   api_response workers() {
-    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    const std::string& run = required(r_, "run");
+    const std::vector<file_status> files = loaded_run(run);
     const std::string& view = required(r_, "view");
     if (std::find(std::begin(view_order), std::end(view_order), view) == std::end(view_order) && view != "Lightning")
       throw api_error{400, "unknown view '" + view + "'"};
     std::set<std::string> names;
     if (view == "Distributed") {
-      if (!distributed_spans(files).empty()) names.insert("All");
+      if (!distributed_spans(run, files).empty()) names.insert("All");
     } else {
       for (const auto& f : files)
         if (offers(*f.loaded, view == "Lightning" ? "Module" : view)) names.insert(f.worker);
@@ -304,11 +310,12 @@ class router {
   }
 
   api_response spans() {
-    const std::vector<file_status> files = loaded_run(required(r_, "run"));
+    const std::string& run = required(r_, "run");
+    const std::vector<file_status> files = loaded_run(run);
     const std::string& worker = required(r_, "worker");
     std::set<std::string> spans;
     if (worker == "All") {
-      spans = distributed_spans(files);
+      spans = distributed_spans(run, files);
     } else {
       for (const auto& f : files)
         if (f.worker == worker) spans.insert(f.span);
@@ -417,6 +424,13 @@ class router {
         return dump(*j);
       });
     }
+    if (route == "tree") {
+      return cached(pr.generation, [&] {
+        auto j = payloads::operator_tree(pr, *s_.trees(p));
+        if (!j) throw api_error{404, "could not find the operator tree of this profile"};
+        return dump(*j);
+      });
+    }
     if (route == "overview") {
       const std::size_t workers = workers_in_span(required(r_, "run"), required(r_, "span"));
       // The worker count is part of the body: key on it too.
@@ -424,7 +438,8 @@ class router {
     }
     return cached(pr.generation, [&]() -> std::string {
       const std::string* group = r_.param("group_by");
-      if (route == "operation") return dump(payloads::operation_pies(pr));
+      if (route == "operation")
+        return dump(payloads::operation_pies(pr, group != nullptr && *group == "OperationAndInputShape"));
       if (route == "operation/table")
         return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
       if (route == "kernel") return dump(payloads::kernel_pie(pr));

@@ -10,6 +10,7 @@
 
 #include "analysis/kernel_view.hpp"
 #include "analysis/module_view.hpp"
+#include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/overview.hpp"
 #include "kinetoscope/formats/py_number.hpp"
@@ -90,6 +91,15 @@ ojson pie_json(std::string_view title, const an::operator_pie& pie) {
   return {{"title", title},
           {"columns", ojson::array({column("string", "name"), column("number", "value")})},
           {"rows", std::move(rows)}};
+}
+
+/// A memory body's default_device, from the devices that body lists (sorted by name): the
+/// first named "GPU…", else "CPU" (torch-tb-profiler's run.py decides it per route this way, so
+/// a trace whose records have no address says "CPU" in the curve and events bodies).
+std::string memory_default_device(const ojson& rows) {
+  for (const auto& [device, list] : rows.items())
+    if (device.rfind("GPU", 0) == 0) return device;
+  return "CPU";
 }
 
 ojson module_row_json(const an::module_row& m) {
@@ -261,12 +271,13 @@ ojson overview(const profile& p, std::size_t workers) {
   return j;
 }
 
-ojson operation_pies(const profile& p) {
+ojson operation_pies(const profile& p, bool by_shape) {
+  const an::operator_pies& pies = by_shape ? p.pies_by_shape : p.pies;
   ojson j;
-  j["device_total_time"] = pie_json("Device Total Time (us)", p.pies.device_total);
-  j["device_self_time"] = pie_json("Device Self Time (us)", p.pies.device_self);
-  j["host_total_time"] = pie_json("Host Total Time (us)", p.pies.host_total);
-  j["host_self_time"] = pie_json("Host Self Time (us)", p.pies.host_self);
+  j["device_total_time"] = pie_json("Device Total Time (us)", pies.device_total);
+  j["device_self_time"] = pie_json("Device Self Time (us)", pies.device_self);
+  j["host_total_time"] = pie_json("Host Total Time (us)", pies.host_total);
+  j["host_self_time"] = pie_json("Host Self Time (us)", pies.host_self);
   return j;
 }
 
@@ -323,7 +334,7 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
   const double mf = an::memory_factor(unit);
   ojson j;
   j["metadata"] = {{"title", "Memory View"},
-                   {"default_device", m.default_device},
+                   {"default_device", "CPU"},
                    {"search", "Operator Name"},
                    {"sort", "Self Size Increase (" + u + ")"}};
   ojson columns = ojson::array();
@@ -331,9 +342,11 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
     columns.push_back(memory_column(fields::memory_title(f, u), fields::api_column_type(f), f.tooltip));
   });
   j["columns"] = std::move(columns);
+  // Only devices with rows (in the range), as the plugin lists them.
   ojson rows = ojson::object();
   if (m.present)
     for (const auto& d : m.devices) {
+      if (d.stats.empty()) continue;
       ojson list = ojson::array();
       for (const auto& s : d.stats) {
         ojson row = ojson::array();
@@ -344,6 +357,7 @@ ojson memory_stats(const an::memory_result& m, an::memory_size_unit unit) {
       }
       rows[d.device] = std::move(list);
     }
+  j["metadata"]["default_device"] = memory_default_device(rows);
   j["rows"] = std::move(rows);
   return j;
 }
@@ -369,7 +383,7 @@ ojson memory_curve(const an::memory_result& m, an::memory_time_unit time_unit, a
       rows[d.device] = std::move(list);
     }
   ojson j;
-  j["metadata"] = {{"default_device", m.default_device},
+  j["metadata"] = {{"default_device", memory_default_device(rows)},
                    {"devices", std::move(devices)},
                    {"peaks", std::move(peaks)},
                    {"totals", std::move(totals)},
@@ -392,7 +406,7 @@ ojson memory_events(const an::memory_result& m, an::memory_time_unit time_unit, 
   const double tf = an::time_factor(time_unit);
   const double mf = an::memory_factor(size_unit);
   ojson j;
-  j["metadata"] = {{"title", "Memory Events"}, {"default_device", m.default_device}};
+  j["metadata"] = {{"title", "Memory Events"}, {"default_device", "CPU"}};
   j["columns"] = ojson::array({memory_column("Operator", "string", ""),
                                memory_column("Size (" + su + ")", "number", ""),
                                memory_column("Allocation Time (" + tu + ")", "number", ""),
@@ -405,12 +419,14 @@ ojson memory_events(const an::memory_result& m, an::memory_time_unit time_unit, 
   ojson rows = ojson::object();
   if (m.present)
     for (const auto& d : m.devices) {
+      if (d.events.empty()) continue;  // only devices with rows, as the plugin
       ojson list = ojson::array();
       for (const auto& e : d.events)
         list.push_back({e.op_name, an::memory_display_round(static_cast<double>(e.size_bytes) * mf),
                         time(e.allocation_time_us), time(e.release_time_us), time(e.duration_us)});
       rows[d.device] = std::move(list);
     }
+  j["metadata"]["default_device"] = memory_default_device(rows);
   j["rows"] = std::move(rows);
   return j;
 }
@@ -425,6 +441,35 @@ ojson module_view(const profile& p) {
   ojson data = ojson::array();
   for (const auto& r : v.rows) data.push_back(module_row_json(r));
   return {{"columns", std::move(columns)}, {"data", std::move(data)}};
+}
+
+std::optional<ojson> operator_tree(const profile& p, const an::op_trees& trees) {
+  const bool lightning = p.model.lightning && !trees.lightning_threads.empty();
+  const std::vector<an::thread_tree>& threads = lightning ? trees.lightning_threads : trees.threads;
+  if (threads.empty() || threads.front().root == an::no_index) return std::nullopt;
+  // Depth-first with an explicit stack: a deeply nested trace cannot exhaust the call stack here.
+  // Each entry: a node and the JSON array its object goes into.
+  const auto node_json = [&](const an::op_node& n) {
+    return ojson{{"name", n.name},
+                 {"start_time", json_number(n.start)},
+                 {"end_time", json_number(n.end)},
+                 {"type", an::plugin_type_name(n)},
+                 {"tid", n.tid},
+                 {"children", ojson::array()}};
+  };
+  ojson root = node_json(trees.nodes[threads.front().root]);
+  std::vector<std::pair<std::uint32_t, ojson*>> stack;
+  stack.emplace_back(threads.front().root, &root);
+  while (!stack.empty()) {
+    const auto [index, out] = stack.back();
+    stack.pop_back();
+    ojson& children = (*out)["children"];
+    const an::index_list& kids = trees.nodes[index].children;
+    for (std::uint32_t child : kids) children.push_back(node_json(trees.nodes[child]));
+    // The children array is complete and not resized again: pointers into it stay valid.
+    for (std::size_t i = 0; i < children.size(); ++i) stack.emplace_back(kids[i], &children[i]);
+  }
+  return root;
 }
 
 ojson distributed_gpuinfo(const an::distributed_result& d) {

@@ -38,8 +38,9 @@ ojson overview(const profile& p, std::size_t workers);
 /// 187948us<br> <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total);
 
-/// `/api/operation` (plugin shape): the four pies.
-ojson operation_pies(const profile& p);
+/// `/api/operation` (plugin shape): the four pies, of the groups by name, or by name and input
+/// shape when `by_shape` (`group_by=OperationAndInputShape`; slices keep the bare name).
+ojson operation_pies(const profile& p, bool by_shape);
 /// `/api/operation/table` (plugin shape).
 ojson operation_table(const profile& p, bool by_shape);
 /// `/api/operation/stack` (plugin shape) from the profile's op trees (store::trees()); nullopt
@@ -66,6 +67,11 @@ ojson memory_events(const analysis::memory_result& m, analysis::memory_time_unit
 
 /// `/api/module` (plugin shape); null without module data.
 ojson module_view(const profile& p);
+/// `/api/tree` (plugin shape): the operator tree of "the first tree" (op_trees::first_tree(); the
+/// first Lightning tree on Lightning traces) as nested `{"name", "start_time", "end_time" (absolute
+/// µs), "type", "tid", "children"}`, the Module view's timeline; runtimes and kernels left out.
+/// nullopt when the profile has no tree.
+std::optional<ojson> operator_tree(const profile& p, const analysis::op_trees& trees);
 
 /// `/api/distributed/gpuinfo` (plugin shape); null without device information.
 ojson distributed_gpuinfo(const analysis::distributed_result& d);

@@ -102,7 +102,7 @@ void for_each_field(const analysis::step_row& s, output o, const analysis::overv
 
 struct operator_fields {
   bool by_shape = false;        ///< the input-shape column (grouped by name and input shape)
-  bool device_columns = true;   ///< device times and Tensor Cores columns (the API: GPU traces only)
+  bool device_columns = true;   ///< device time columns (the API: traces with kernels, memcpy or memset only)
   bool call_stack = false;      ///< the API's call-stack rows carry the stack, tables a flag
 };
 
@@ -134,11 +134,11 @@ void for_each_field(const analysis::operator_row& r, output o, const operator_fi
     host_times();
     device_times();
   }
-  if (device) {
-    v(field{"tc_eligible", "tc_eligible", K::flag, tc_eligible_tooltip}, ojson(r.tc_eligible));
-    v(field{"tc_self_pct", "tc_self_ratio", K::number, tc_self_tooltip}, ojson(r.tc_self_pct));
-    v(field{"tc_total_pct", "tc_total_ratio", K::number, tc_total_tooltip}, ojson(r.tc_total_pct));
-  }
+  // The Tensor Cores columns are in every row, with or without device times: the plugin's
+  // operator tables always carry them (run_generator.py), "No" and 0 on a CPU-only trace.
+  v(field{"tc_eligible", "tc_eligible", K::flag, tc_eligible_tooltip}, ojson(r.tc_eligible));
+  v(field{"tc_self_pct", "tc_self_ratio", K::number, tc_self_tooltip}, ojson(r.tc_self_pct));
+  v(field{"tc_total_pct", "tc_total_ratio", K::number, tc_total_tooltip}, ojson(r.tc_total_pct));
   if (o == output::api) {
     if (opt.call_stack) v(field{{}, "call_stack", K::text}, ojson(r.call_stack));
     else v(field{{}, "has_call_stack", K::boolean}, ojson(r.has_call_stack));

@@ -486,6 +486,7 @@ struct store::impl {
     p->report = an::compute_report(p->model, *trees);
     p->memory_index = an::build_memory_index(p->model, *trees);
     p->pies = an::operator_pies_by_name(p->model, *trees);
+    p->pies_by_shape = an::operator_pies_by_name_and_input_shape(p->model, *trees);
     p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
     p->kernel_view = an::kernel_view_present(p->model, *trees);
     p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
@@ -655,16 +656,13 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
   auto entry = std::make_shared<distributed_entry>();
   entry->profiles = inputs;
   entry->generation = next_generation();
-  if (inputs.size() < 2) {
-    entry->result.reason = "the run has 1 worker for span " + std::string(span) +
-                           "; the distributed view needs at least 2";
-  } else {
-    std::vector<an::distributed_worker_input> in;
-    for (std::size_t i = 0; i < inputs.size(); ++i)
-      in.push_back({workers[i], &inputs[i]->model, inputs[i]->used_devices,
-                    an::distributed_steps(inputs[i]->report.overview)});
-    entry->result = an::compute_distributed(in);
-  }
+  // One worker is enough, as in torch-tb-profiler (loader.py): the view exists when every worker
+  // of the span communicates (compute_distributed() says why not otherwise).
+  std::vector<an::distributed_worker_input> in;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    in.push_back({workers[i], &inputs[i]->model, inputs[i]->used_devices,
+                  an::distributed_steps(inputs[i]->report.overview)});
+  entry->result = an::compute_distributed(in);
   slot->entry = entry;
   return entry;
 }

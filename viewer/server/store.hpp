@@ -97,7 +97,8 @@ struct profile {
   analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
   /// The Memory view's range-independent part: ranged /api/memory(_events) requests.
   analysis::memory_index memory_index;
-  analysis::operator_pies pies;  ///< the Operator view's four pies
+  analysis::operator_pies pies;  ///< the Operator view's four pies (grouped by name)
+  analysis::operator_pies pies_by_shape;  ///< the same grouped by name and input shape
   double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model)
   double eligible_op_kernel_ratio = 0;
   bool kernel_view = false;      ///< analysis::kernel_view_present()
@@ -178,8 +179,9 @@ class store {
   /// The directory of `run` (where its trace files lie), or nullopt for an unknown run.
   std::optional<std::string> run_directory(std::string_view run) const;
 
-  /// The Distributed view of the loaded workers of (run, span), computed once per set of
-  /// profiles and cached; nullptr when the run has no loaded file of that span.
+  /// The Distributed view of the loaded workers of (run, span), one or more, computed once per
+  /// set of profiles and cached; nullptr when the run has no loaded file of that span.
+  /// `result.available` says whether the span has the view (every worker communicates).
   std::shared_ptr<const distributed_entry> distributed(std::string_view run, std::string_view span) const;
   /// The op trees of a loaded profile (build_op_tree(p->model), plugin defaults): the kept ones,
   /// else those any request is using now, else the cache's, else built (in the caller's thread;

@@ -56,7 +56,13 @@ export async function render(el, ctx) {
     ctx.api('memory_curve', { time_metric: 'ms', memory_metric: 'MB' }),
     ctx.api('memory_events', { time_metric: 'ms', memory_metric: 'KB' }),
   ]);
-  const devices = Object.keys((stats && stats.rows) || {});
+  // Each body lists only its devices with rows (as the plugin): offer every device any of the
+  // three has, so a device with a curve but no operator statistics stays selectable.
+  const devices = [...new Set([
+    ...Object.keys((stats && stats.rows) || {}),
+    ...((curve && curve.metadata && curve.metadata.devices) || []),
+    ...Object.keys((events && events.rows) || {}),
+  ])].sort();
   if (devices.length === 0) {
     status.className = 'mem-empty';
     status.textContent = EMPTY_MESSAGE;
@@ -68,9 +74,8 @@ export async function render(el, ctx) {
   const timeFactor = meta.time_factor || 0.001;
   const firstTs = meta.first_ts || 0;
   const wanted = ctx.hash && ctx.hash.device;
-  let device = devices.includes(wanted) ? wanted
-    : (devices.includes(stats.metadata && stats.metadata.default_device)
-      ? stats.metadata.default_device : devices[0]);
+  // The bodies' rule for default_device, over all their devices: the first GPU, else the first.
+  let device = devices.includes(wanted) ? wanted : (devices.find((d) => d.startsWith('GPU')) ?? devices[0]);
   let range = null;  // {start_ts, end_ts} absolute µs, or null for the whole profile
   let generation = 0;  // drops answers of superseded requests
   const cleanups = [];

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Module view (the plugin's fe/src/components/ModuleView.tsx): the module statistics tree
-// (collapsible rows) and an SVG flame graph of one top-level module (width = avg_duration, 25 px
-// per level, click to zoom).
+// (collapsible rows), an SVG flame graph of one top-level module (width = avg_duration, 25 px
+// per level, click to zoom), and the operator-tree timeline of /api/tree (one row per depth
+// level, bars at their times; a canvas, as the tree can hold tens of thousands of nodes).
 import './module.css';
 import { createTable } from '../components/table.js';
 import { colors } from '../components/charts.js';
@@ -85,6 +86,106 @@ function drawFlame(box, root, tooltip) {
   return draw;
 }
 
+const TIMELINE_ROW_PX = 22;
+
+/// Flattens the /api/tree payload into rows by depth: [[{name, type, start, end}]], each row in
+/// the order of the tree walk (starts ascending on a thread's tree).
+export function timelineRows(tree) {
+  const rows = [];
+  const stack = tree ? [[tree, 0]] : [];
+  while (stack.length) {
+    const [n, depth] = stack.pop();
+    (rows[depth] ||= []).push({ name: String(n.name), type: n.type, start: Number(n.start_time), end: Number(n.end_time) });
+    const kids = n.children || [];
+    for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1]);
+  }
+  for (const r of rows) r.sort((a, b) => a.start - b.start);
+  return rows;
+}
+
+/// Draws the operator-tree timeline of `tree` into box: one canvas row per depth level; hovering
+/// a bar shows "<name> Duration: <µs> us"; clicking a bar zooms to it, clicking empty space
+/// zooms back out. Returns a redraw function (for resizes).
+function drawTimeline(box, tree, tooltip) {
+  const rows = timelineRows(tree);
+  const all = rows.flat();
+  const t0 = all.reduce((m, b) => Math.min(m, b.start), Infinity);
+  const t1 = all.reduce((m, b) => Math.max(m, b.end), -Infinity);
+  let view = [t0, t1 > t0 ? t1 : t0 + 1];
+  const pal = palette();
+  const canvas = h('canvas', 'mod-timeline-canvas');
+  canvas.setAttribute('role', 'img');
+  canvas.setAttribute('aria-label', `Operator tree timeline: ${all.length} nodes in ${rows.length} levels`);
+  box.dataset.bars = String(all.length);
+  box.dataset.levels = String(rows.length);
+  box.append(canvas, tooltip);
+  const width = () => Math.max(300, box.clientWidth || 900);
+  const xOf = (t, w) => ((t - view[0]) / (view[1] - view[0])) * w;
+  const draw = () => {
+    const w = width();
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(w * ratio);
+    canvas.height = Math.round(rows.length * TIMELINE_ROW_PX * ratio);
+    canvas.style.width = `${w}px`;
+    canvas.style.height = `${rows.length * TIMELINE_ROW_PX}px`;
+    const g = canvas.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, w, rows.length * TIMELINE_ROW_PX);
+    g.font = '11px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    g.textBaseline = 'middle';
+    let drawn = 0;
+    rows.forEach((row, depth) => {
+      const y = depth * TIMELINE_ROW_PX;
+      for (const b of row) {
+        if (b.end < view[0] || b.start > view[1]) continue;
+        const x = Math.max(0, xOf(b.start, w));
+        const x2 = Math.min(w, xOf(b.end, w));
+        const bw = Math.max(1, x2 - x);
+        g.fillStyle = pal[(depth + b.name.length) % pal.length];
+        g.fillRect(x, y + 1, Math.max(1, bw - 0.5), TIMELINE_ROW_PX - 2);
+        drawn++;
+        if (bw > 40) {
+          g.fillStyle = '#fff';
+          const chars = Math.floor((bw - 8) / 6.2);
+          g.fillText(b.name.length > chars ? `${b.name.slice(0, Math.max(1, chars - 1))}…` : b.name, x + 4, y + TIMELINE_ROW_PX / 2);
+        }
+      }
+    });
+    box.dataset.drawn = String(drawn);
+  };
+  const hit = (ev) => {
+    const r = canvas.getBoundingClientRect();
+    const depth = Math.floor((ev.clientY - r.top) / TIMELINE_ROW_PX);
+    const row = rows[depth];
+    if (!row) return null;
+    const t = view[0] + ((ev.clientX - r.left) / r.width) * (view[1] - view[0]);
+    const slack = ((view[1] - view[0]) / r.width) * 1.5;  // thin bars stay reachable
+    let best = null;
+    for (const b of row) {
+      if (b.start - slack <= t && t <= b.end + slack && (!best || b.end - b.start < best.end - best.start)) best = b;
+    }
+    return best;
+  };
+  canvas.addEventListener('mousemove', (ev) => {
+    const b = hit(ev);
+    if (!b) { tooltip.hidden = true; return; }
+    tooltip.textContent = `${b.name} Duration: ${fmt(b.end - b.start)} us`;
+    tooltip.hidden = false;
+    const r = box.getBoundingClientRect();
+    tooltip.style.left = `${ev.clientX - r.left + 12}px`;
+    tooltip.style.top = `${ev.clientY - r.top + 12}px`;
+  });
+  canvas.addEventListener('mouseleave', () => { tooltip.hidden = true; });
+  canvas.addEventListener('click', (ev) => {
+    const b = hit(ev);
+    view = b && b.end > b.start ? [b.start, b.end] : [t0, t1 > t0 ? t1 : t0 + 1];
+    tooltip.hidden = true;
+    draw();
+  });
+  draw();
+  return draw;
+}
+
 /// Renders the Module view into el.
 export async function render(el, ctx) {
   el.textContent = '';
@@ -144,12 +245,42 @@ export async function render(el, ctx) {
   flameCard.body.appendChild(flameBox);
   let redraw = drawFlame(flameBox, tops[index], tooltip);
   let lastWidth = flameBox.clientWidth;
+
+  // The operator tree's timeline (/api/tree), loaded after the rest is on screen.
+  const timelineCard = card('Timeline');
+  timelineCard.head.appendChild(h('span', 'kt-muted kt-small ks-hint', 'Click a bar to zoom to it; click empty space to zoom out.'));
+  const timelineBox = h('div', 'mod-timeline');
+  timelineBox.textContent = 'Loading the operator tree\u2026';
+  timelineCard.body.appendChild(timelineBox);
+  root.appendChild(timelineCard.card);
+  let redrawTimeline = null;
+  let disposed = false;
+  ctx.api('tree').then((tree) => {
+    if (disposed) return;
+    timelineBox.textContent = '';
+    if (!tree) {
+      timelineBox.append(h('div', 'kt-muted', 'This profile has no operator tree.'));
+      return;
+    }
+    const tip = h('div', 'mod-tooltip');
+    tip.hidden = true;
+    redrawTimeline = drawTimeline(timelineBox, tree, tip);
+  }, (e) => {
+    if (disposed) return;
+    timelineBox.textContent = '';
+    timelineBox.append(h('div', 'kt-error-box', e.message));
+  });
+
   const ro = new ResizeObserver(() => {
     if (flameBox.clientWidth !== lastWidth) {
       lastWidth = flameBox.clientWidth;
       redraw();
+      if (redrawTimeline) redrawTimeline();
     }
   });
   ro.observe(flameBox);
-  return () => ro.disconnect();
+  return () => {
+    disposed = true;
+    ro.disconnect();
+  };
 }

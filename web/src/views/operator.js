@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Operator view: Top-N control, four donuts (device self/total when present, host self/total),
-// Group By (Operator / Operator + Input Shape), the operator table with search and CSV export,
-// and per-row call stacks (/api/operation/stack) with their frames.
+// Group By (Operator / Operator + Input Shape; pies and table follow it), the operator table
+// with search and CSV export, and per-row call stacks (/api/operation/stack) with their frames.
 import { createTable } from '../components/table.js';
 import { donut } from '../components/charts.js';
 import { topNControl, groupBySelect, h } from '../components/controls.js';
@@ -79,13 +79,15 @@ async function stackTable(ctx, row, groupBy) {
 /// Renders the Operator view.
 export async function render(el, ctx) {
   let groupBy = GROUPS.some((g) => g.value === ctx.hash.op_group) ? ctx.hash.op_group : 'Operation';
-  const [pies, firstTable] = await Promise.all([
-    ctx.api('operation', { group_by: 'Operation' }),
+  // The pies follow the Group By (by input shape: one slice per group, labelled with its name).
+  const [firstPies, firstTable] = await Promise.all([
+    ctx.api('operation', { group_by: groupBy }),
     ctx.api('operation/table', { group_by: groupBy }),
   ]);
+  let pies = firstPies;
   el.textContent = '';
   const pieKeys = ['device_self_time', 'device_total_time', 'host_self_time', 'host_total_time'];
-  const present = pieKeys.filter((k) => pies && pies[k]);
+  let present = pieKeys.filter((k) => pies && pies[k]);
   const maxRows = Math.max(0, ...present.map((k) => (pies[k].rows || []).length));
 
   const pieCard = h('section', 'kt-card');
@@ -144,8 +146,15 @@ export async function render(el, ctx) {
     const mine = ++seq;
     tableBox.textContent = 'Loading\u2026';
     try {
-      const data = await ctx.api('operation/table', { group_by: groupBy });
-      if (mine === seq) show(data);
+      const [newPies, data] = await Promise.all([
+        ctx.api('operation', { group_by: groupBy }),
+        ctx.api('operation/table', { group_by: groupBy }),
+      ]);
+      if (mine !== seq) return;
+      pies = newPies;
+      present = pieKeys.filter((k) => pies && pies[k]);
+      drawPies(top.value());
+      show(data);
     } catch (e) {
       if (mine !== seq) return;
       tableBox.textContent = '';
