@@ -145,6 +145,9 @@ error_code reader::read_args(od::value& v) {
     return SUCCESS;
   }
   pending& p = p_;
+  // Metadata args (process/thread names, sort indexes) are read when the event is, or may be
+  // (args before "ph"), a ph "M" event; finish_event() keeps them only for ph "M".
+  const auto is_meta = [&] { return !p.has_ph || p.ph == "M"; };
   deferring_ = true;
   for (auto fr : obj) {
     od::field f;
@@ -159,7 +162,7 @@ error_code reader::read_args(od::value& v) {
     switch (key.size()) {
       case 4:
         if (key == "grid") e = get_triple(fv, p.kernel.grid, p.kernel.has_grid, "grid");
-        else if (key == "name" && p.ph == "M") {  // process_name / thread_name (ph comes first in every writer)
+        else if (key == "name" && is_meta()) {  // process_name / thread_name
           std::string_view s;
           if (get_str(fv, s, tmp_buf_)) {
             p.meta_text = m_.intern(s);
@@ -181,7 +184,7 @@ error_code reader::read_args(od::value& v) {
       case 6:
         if (key == "device") get_i64(fv, p.kernel.device, "device");
         else if (key == "stream") get_i64(fv, p.kernel.stream, "stream");
-        else if (key == "labels" && p.ph == "M") {
+        else if (key == "labels" && is_meta()) {
           std::string_view s;
           if (get_str(fv, s, tmp_buf_)) {
             p.meta_text = m_.intern(s);
@@ -197,7 +200,7 @@ error_code reader::read_args(od::value& v) {
         if (key == "Input Dims") e = get_json_array(fv, p.input_dims, "Input Dims");
         else if (key == "Input dims") e = get_json_array(fv, p.input_dims_lower, "Input dims");
         else if (key == "Input type") e = get_json_array(fv, p.input_types, "Input type");
-        else if (key == "sort_index" && p.ph == "M") p.has_meta_sort = get_i64(fv, p.meta_sort, "sort_index");
+        else if (key == "sort_index" && is_meta()) p.has_meta_sort = get_i64(fv, p.meta_sort, "sort_index");
         else if (key == "Call stack") {
           std::string_view s;
           if (get_str(fv, s, tmp_buf_)) p.call_stack = m_.intern(s);
