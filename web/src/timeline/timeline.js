@@ -1014,7 +1014,7 @@ class Timeline {
     // Keys work without clicking the canvas first: listen on the window, skip typing in fields.
     this.listen(window, 'keydown', (e) => {
       const t = e.target;
-      if (e.defaultPrevented || !this.root.isConnected) return;
+      if (e.defaultPrevented || !this.root.isConnected || document.querySelector('[role="dialog"]')) return;  // a modal is open
       if (t && t !== this.canvas && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(t.tagName))) return;
       this.onKey(e);
     });

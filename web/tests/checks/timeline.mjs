@@ -78,6 +78,29 @@ export async function run(ctx) {
   check(panned && zoomed && panned[0] > zoomed[0] && Math.abs((panned[1] - panned[0]) - (zoomed[1] - zoomed[0])) < 1,
     `Trace: → pans right keeping the width (${zoomed && zoomed[0].toFixed(0)} → ${panned && panned[0].toFixed(0)} µs)`);
 
+  // 3. Plain wheel leaves the time range alone (the tracks scroll natively); Ctrl + wheel zooms.
+  const cbox = await page.evaluate(() => { const r = document.querySelector('canvas.ks-tl-canvas').getBoundingClientRect(); return { x: r.x, y: r.y, w: r.width, h: r.height }; });
+  await page.evaluate(() => {
+    window.__wheelPrevented = null;
+    document.querySelector('canvas.ks-tl-canvas').addEventListener('wheel', (e) => { setTimeout(() => { window.__wheelPrevented = e.defaultPrevented; }, 0); });
+  });
+  await page.mouse.move(cbox.x + cbox.w * 0.6, cbox.y + cbox.h * 0.5);
+  await page.mouse.wheel(0, 200);
+  await page.waitForTimeout(500);
+  const afterWheel = await hashSpan();
+  const prevented = await page.evaluate(() => window.__wheelPrevented);
+  check(prevented === false && afterWheel && panned && afterWheel[0] === panned[0] && afterWheel[1] === panned[1],
+    `Trace: a plain wheel scrolls the tracks and keeps the time range (default prevented: ${prevented}; ${afterWheel && afterWheel.join('–')})`);
+  await page.keyboard.down('Control');
+  await page.mouse.wheel(0, -200);
+  await page.keyboard.up('Control');
+  const ctrlZoom = await waitFor(page, (w) => {
+    const p = new URLSearchParams(location.hash.slice(1));
+    const span = Number(p.get('t1')) - Number(p.get('t0'));
+    return span < w ? span : null;
+  }, afterWheel ? afterWheel[1] - afterWheel[0] : 0);
+  check(ctrlZoom !== null, `Trace: Ctrl + wheel zooms in (window ${ctrlZoom && ctrlZoom.toFixed(0)} µs)`);
+
   // 2. Area selection from the URL: the summary rows equal the API's (pinned by test_timeline.cpp).
   const start = 450000;
   const end = 451500;
