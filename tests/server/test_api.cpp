@@ -1019,6 +1019,30 @@ TEST_CASE("api: timeline routes reach the profile's timeline") {
   CHECK(get(s, "timeline", with(with(q, "start", "0"), "px", "10")).status == 400);
   CHECK(get(s, "timeline", with(with(with(with(q, "start", "0"), "end", "10"), "px", "10"), "tracks", "0,a")).status ==
         400);
+  // Area summary and windowed counters (numbers pinned in test_timeline.cpp).
+  int main_thread = -1, stream = -1;
+  for (const auto& t : tracks["tracks"]) {
+    if (t["name"] == "thread 25738 (python)") main_thread = t["id"].get<int>();
+    if (t["name"] == "GPU 0 stream 7") stream = t["id"].get<int>();
+  }
+  REQUIRE(main_thread >= 0);
+  REQUIRE(stream >= 0);
+  const json sum = get_json(s, "timeline/summary",
+                            with(with(with(q, "start", "450000"), "end", "451500"), "tracks",
+                                 std::to_string(main_thread) + "," + std::to_string(stream)));
+  CHECK(sum["slices"] == 71);
+  REQUIRE(sum["gpus"].size() == 1);
+  CHECK(sum["gpus"][0]["busy"].get<double>() == doctest::Approx(991));
+  CHECK(get(s, "timeline/summary", with(q, "start", "0")).status == 400);
+  CHECK(get(s, "timeline/summary", with(with(with(q, "start", "0"), "end", "1"), "tracks", "x")).status == 400);
+  const json counters = get_json(s, "timeline/counters", with(with(with(q, "start", "0"), "end", std::to_string(duration)), "px", "50"));
+  REQUIRE(counters["counters"].size() == 1);
+  CHECK(counters["counters"][0]["name"] == "GPU 0 Est. SM Efficiency");
+  CHECK(counters["counters"][0]["points"].size() <= 4 * 50 + 2);
+  CHECK(get(s, "timeline/counters", with(with(q, "start", "0"), "end", "1")).status == 400);
+  const json sub = get_json(s, "timeline/event", with(with(q, "id", std::to_string(id)), "subtree", "1"));
+  CHECK(sub["id"] == id);
+  CHECK(sub.contains("flows_truncated"));
 }
 
 TEST_CASE("api: validation answers 400 and 404 with JSON errors") {

@@ -19,6 +19,7 @@
 
 #include "analysis/loader.hpp"
 #include "analysis/model.hpp"
+#include "analysis/overview.hpp"
 #include "server/timeline.hpp"
 
 namespace {
@@ -172,13 +173,16 @@ TEST_CASE("resnet50_v100: track order, main thread first, GPU tracks and counter
   REQUIRE(step != an::no_index);
   CHECK(tl.track_of(step) == 0);
   CHECK(list[0]["kind"] == "cpu");
-  CHECK(list[0]["name"] == "thread " + std::to_string(m.events[step].tid));
+  // Names from the trace's metadata events (thread_name "thread 25738 (python)", process_name).
+  CHECK(list[0]["name"] == "thread " + std::to_string(m.events[step].tid) + " (python)");
+  CHECK(list[0]["group"] == "python (pid 25738)");
   // The GPU track of the kernels: device 0, stream 7.
   bool found = false;
   for (const auto& tr : list) {
     if (tr["name"] == "GPU 0 stream 7") {
       found = true;
       CHECK(tr["kind"] == "gpu");
+      CHECK(tr["group"] == "GPU 0 · Tesla V100-DGXS-32GB");
       CHECK(tr["pid"] == 0);
       CHECK(tr["tid"] == 7);
     }
@@ -390,6 +394,21 @@ TEST_CASE("resnet50_v100: the first kernel is launched by its cudaLaunchKernel")
   CHECK(launches_kernel);
   CHECK(o["category"] == "cpu_op");
   CHECK(o["args"].contains("Input Dims"));
+  // Its subtree's flows: the same kernel, now from the runtime call inside it; every "from" lies
+  // inside the operator on its track.
+  const json sub = json::parse(*tl.event_json(op, true));
+  CHECK(sub["flows_truncated"] == false);
+  bool via_runtime = false;
+  for (const auto& fl : sub["flows"]) {
+    REQUIRE(fl.contains("from"));
+    const auto src = fl["from"]["id"].get<std::uint32_t>();
+    CHECK(tl.track_of(src) == tl.track_of(op));
+    CHECK(m.events[src].ts >= m.events[op].ts);
+    CHECK(end_of(m.events[src]) <= end_of(m.events[op]));
+    via_runtime = via_runtime || (fl["id"] == kernel && src == rt && fl["relation"] == "launches");
+  }
+  CHECK(via_runtime);
+  for (const auto& fl : o["flows"]) CHECK(!fl.contains("from"));
 
   // Unknown ids.
   CHECK(!tl.event_json(static_cast<std::uint32_t>(m.events.size())).has_value());
@@ -581,4 +600,221 @@ TEST_CASE("empty model") {
   CHECK(json::parse(tl.window_json(0, 100, 100))["slices"]["ts"].empty());
   CHECK(json::parse(tl.search_json("x", 10))["total"] == 0);
   CHECK(!tl.event_json(0).has_value());
+}
+
+namespace {
+
+int track_named(const timeline& tl, const std::string& name) {
+  const json list = json::parse(tl.tracks_json())["tracks"];
+  for (const auto& t : list)
+    if (t["name"] == name) return t["id"].get<int>();
+  return -1;
+}
+
+const json* summary_row(const json& s, const std::string& name) {
+  for (const auto& r : s["rows"])
+    if (r["name"] == name) return &r;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("track names and groups from metadata: cpu_only, and a hand-built model") {
+  {
+    const an::trace_model& m = load("cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz");
+    const timeline tl(m);
+    const json list = json::parse(tl.tracks_json())["tracks"];
+    REQUIRE(!list.empty());
+    CHECK(list[0]["name"] == "thread 1074 (pt_main_thread)");
+    CHECK(list[0]["group"] == "pyper:trainer:8:2 (pid 1074)");
+  }
+  an::trace_model m;
+  m.events.push_back(make_event(m, "a", an::event_type::op, 0, 10, 100, 5));
+  m.events.push_back(make_event(m, "b", an::event_type::op, 0, 10, 100, 6));
+  m.events.push_back(make_event(m, "k", an::event_type::kernel, 0, 10, 0, 7));
+  m.events.push_back(make_event(m, "k", an::event_type::kernel, 0, 10, 0, 8));
+  const auto meta = [&](an::meta_kind kind, std::int64_t pid, std::int64_t tid, const char* text, std::int64_t sort) {
+    an::track_meta tm;
+    tm.kind = kind;
+    tm.pid = pid;
+    tm.tid = tid;
+    tm.text = text ? m.intern(text) : 0;
+    tm.sort_index = sort;
+    m.track_metas.push_back(tm);
+  };
+  meta(an::meta_kind::thread_name, 100, 5, "dataloader", 0);
+  meta(an::meta_kind::thread_name, 100, 6, " thread 6 (main) ", 0);
+  meta(an::meta_kind::thread_sort_index, 100, 5, nullptr, 9);  // thread 5 after thread 6
+  meta(an::meta_kind::process_name, 100, 0, "trainer", 0);
+  meta(an::meta_kind::thread_name, 0, 7, "stream 7 ", 0);        // the default name: nothing added
+  meta(an::meta_kind::thread_name, 0, 8, "nccl", 0);
+  const timeline tl(m);
+  const json list = json::parse(tl.tracks_json())["tracks"];
+  REQUIRE(list.size() == 4);
+  CHECK(list[0]["name"] == "thread 6 (main)");
+  CHECK(list[1]["name"] == "thread 5 (dataloader)");
+  CHECK(list[1]["group"] == "trainer (pid 100)");
+  CHECK(list[2]["name"] == "GPU 0 stream 7");
+  CHECK(list[2]["group"] == "GPU 0");
+  CHECK(list[3]["name"] == "GPU 0 stream 8 (nccl)");
+}
+
+// The expected numbers were computed from the trace file by a separate script (not this code):
+// slices of thread 25738's Operator/Runtime events and of GPU 0 stream 7's Kernel/Memset/Memcpy
+// events with end >= 450000 and ts <= 451500 µs after the first event, durations clipped to the
+// range; a slice's parent is the last earlier slice (ts asc, dur desc) of its track that ends
+// after its start and at or after its end; self = clipped duration - union of the children's.
+TEST_CASE("resnet50_v100: area selection summary of the main thread and GPU 0 stream 7, 450-451.5 ms") {
+  const an::trace_model& m = load(resnet);
+  const timeline tl(m);
+  const int main_thread = track_named(tl, "thread 25738 (python)");
+  const int stream = track_named(tl, "GPU 0 stream 7");
+  REQUIRE(main_thread >= 0);
+  REQUIRE(stream >= 0);
+  const json s = json::parse(tl.summary_json(450000, 451500, {main_thread, stream}));
+  CHECK(s["slices"] == 71);
+  CHECK(s["names"] == 25);
+  REQUIRE(s["rows"].size() == 25);
+  CHECK(s["rows"][0]["name"] == "ProfilerStep#7");
+  struct expected_row {
+    const char* name;
+    int count;
+    double total, self, min, max;
+  };
+  const expected_row rows[] = {
+      {"ProfilerStep#7", 1, 1500, 235, 1500, 1500},
+      {"aten::batch_norm", 2, 533, 47, 264, 269},
+      {"aten::cudnn_batch_norm", 2, 446, 127, 221, 225},
+      {"aten::conv2d", 3, 429, 45, 59, 207},
+      {"aten::cudnn_convolution", 3, 301, 157, 52, 143},
+      {"cudaLaunchKernel", 9, 110, 110, 10, 14},
+  };
+  for (const auto& e : rows) {
+    const json* r = summary_row(s, e.name);
+    REQUIRE_MESSAGE(r != nullptr, e.name);
+    CHECK((*r)["count"] == e.count);
+    CHECK((*r)["total"].get<double>() == doctest::Approx(e.total));
+    CHECK((*r)["self"].get<double>() == doctest::Approx(e.self));
+    CHECK((*r)["min"].get<double>() == doctest::Approx(e.min));
+    CHECK((*r)["max"].get<double>() == doctest::Approx(e.max));
+    CHECK((*r)["avg"].get<double>() == doctest::Approx(e.total / e.count));
+    CHECK((*r)["percent"].get<double>() == doctest::Approx(e.total / 1500 * 100));
+  }
+  REQUIRE(s["gpus"].size() == 1);
+  CHECK(s["gpus"][0]["device"] == 0);
+  CHECK(s["gpus"][0]["busy"].get<double>() == doctest::Approx(991));
+  CHECK(s["gpus"][0]["idle"].get<double>() == doctest::Approx(509));
+  // The flame graph: one root (the step), parents before children, totals add up.
+  const json& f = s["flame"];
+  CHECK(f["truncated"] == false);
+  REQUIRE(!f["parent"].empty());
+  double roots = 0;
+  for (std::size_t i = 0; i < f["parent"].size(); ++i) {
+    const int p = f["parent"][i].get<int>();
+    CHECK(p < static_cast<int>(i));
+    if (p < 0) roots += f["total"][i].get<double>();
+  }
+  // Roots: the step on the CPU, the kernels and memsets of the stream (busy 991 µs, no overlap).
+  CHECK(roots == doctest::Approx(1500 + 991));
+  // Only the main thread: no GPU entry.
+  const json cpu = json::parse(tl.summary_json(450000, 451500, {main_thread}));
+  CHECK(cpu["gpus"].empty());
+  CHECK(summary_row(cpu, "cudaLaunchKernel") != nullptr);
+}
+
+TEST_CASE("area selection: clipping, partial overlap, GPU busy as a union, hostile ranges") {
+  an::trace_model m;
+  m.events.push_back(make_event(m, "parent", an::event_type::op, 1000, 100, 1, 1));
+  m.events.push_back(make_event(m, "c1", an::event_type::op, 1010, 20, 1, 1));
+  m.events.push_back(make_event(m, "c2", an::event_type::op, 1020, 30, 1, 1));  // ends after c1: parent's child
+  m.events.push_back(make_event(m, "k", an::event_type::kernel, 1000, 10, 0, 7));
+  m.events.push_back(make_event(m, "k", an::event_type::kernel, 1005, 15, 0, 8));
+  sort_events(m);
+  const timeline tl(m);
+  const json s = json::parse(tl.summary_json(0, 40));
+  CHECK(s["slices"] == 5);
+  const json* parent = summary_row(s, "parent");
+  REQUIRE(parent != nullptr);
+  CHECK((*parent)["total"] == 40.0);
+  CHECK((*parent)["self"] == 10.0);  // 40 - |[10,30] ∪ [20,40]|
+  CHECK((*summary_row(s, "c1"))["self"] == 20.0);
+  CHECK((*summary_row(s, "c2"))["total"] == 20.0);
+  const json* k = summary_row(s, "k");
+  CHECK((*k)["count"] == 2);
+  CHECK((*k)["total"] == 25.0);
+  REQUIRE(s["gpus"].size() == 1);
+  CHECK(s["gpus"][0]["busy"] == 20.0);  // [0,10] ∪ [5,20]
+  CHECK(s["gpus"][0]["idle"] == 20.0);
+  CHECK(s["gpus"][0]["busy_percent"] == 50.0);
+  // Flame: parent -> c1, parent -> c2; k at the root.
+  const json& f = s["flame"];
+  CHECK(f["parent"].size() == 4);
+  // Hostile: reversed and NaN ranges, unknown tracks.
+  CHECK(json::parse(tl.summary_json(50, 10))["slices"] == 0);
+  CHECK(json::parse(tl.summary_json(std::nan(""), std::nan("")))["slices"] == 5);
+  CHECK(json::parse(tl.summary_json(0, 40, {99, -1}))["slices"] == 0);
+}
+
+TEST_CASE("windowed counters: SM efficiency of resnet50_v100, memory series downsampled per column") {
+  {
+    const an::trace_model& m = load(resnet);
+    const timeline tl(m);
+    const json tracks = json::parse(tl.tracks_json());
+    // The SM-efficiency series is listed (not sent whole) with all of its points.
+    std::size_t sm_points = 0;
+    for (const auto& p : an::gpu_utilization_counters(m))
+      if (p.gpu == 0 && p.counter == an::gpu_counter::sm_efficiency) ++sm_points;
+    REQUIRE(sm_points > 1000);
+    REQUIRE(tracks["windowed_counters"].size() == 1);  // this trace's [memory] events carry no totals
+    const json& listed = tracks["windowed_counters"][0];
+    CHECK(listed["name"] == "GPU 0 Est. SM Efficiency");
+    CHECK(listed["unit"] == "fraction");
+    CHECK(listed["points"] == sm_points);
+    const double duration = tracks["duration"].get<double>();
+    const json w = json::parse(tl.counters_json(0, duration, 100));
+    REQUIRE(w["counters"].size() == 1);
+    const json& pts = w["counters"][0]["points"];
+    CHECK(pts.size() <= 4 * 100 + 2);
+    CHECK(pts.size() > 100);
+    double max = 0, prev = -1e300;
+    for (const auto& p : pts) {
+      CHECK(p[0].get<double>() >= prev);
+      prev = p[0].get<double>();
+      max = std::max(max, p[1].get<double>());
+    }
+    CHECK(max == listed["max"].get<double>());  // the column extremes keep the peak
+  }
+  an::trace_model m;
+  const auto mem = [&](double ts, std::int64_t type, std::int64_t id, double allocated, double reserved) {
+    an::event e = make_event(m, "[memory]", an::event_type::memory, ts, 0, 0, 0);
+    e.extra = static_cast<std::uint32_t>(m.memory.size());
+    an::memory_args a;
+    a.device_type = type;
+    a.device_id = id;
+    a.total_allocated = allocated;
+    a.total_reserved = reserved;
+    m.memory.push_back(a);
+    m.events.push_back(e);
+  };
+  m.events.push_back(make_event(m, "op", an::event_type::op, 0, 100, 1, 1));
+  const double allocated[] = {5, 9, 2, 7, 4};
+  for (int i = 0; i < 5; ++i) mem(10 + 10 * i, 1, 0, allocated[i], 16);
+  mem(20, 0, -1, 3, std::nan(""));
+  sort_events(m);
+  const timeline tl(m);
+  const json tracks = json::parse(tl.tracks_json());
+  REQUIRE(tracks["windowed_counters"].size() == 3);
+  CHECK(tracks["windowed_counters"][0]["name"] == "CPU Memory Allocated");
+  CHECK(tracks["windowed_counters"][1]["name"] == "GPU 0 Memory Allocated");
+  CHECK(tracks["windowed_counters"][1]["max"] == 9.0);
+  CHECK(tracks["windowed_counters"][2]["name"] == "GPU 0 Memory Reserved");
+  // One column over [0, 100]: first (5), lowest (2), highest (9) in time order, last (4).
+  const json one = json::parse(tl.counters_json(0, 100, 1));
+  CHECK(one["counters"][1]["points"] == json::parse("[[10,5],[20,9],[30,2],[50,4]]"));
+  // A window inside the series: the value in force at its start and the next point after it.
+  const json mid = json::parse(tl.counters_json(25, 35, 1000));
+  CHECK(mid["counters"][1]["points"] == json::parse("[[20,9],[30,2],[40,7]]"));
+  // Hostile: reversed window, NaN.
+  CHECK(json::parse(tl.counters_json(50, 10, 10))["counters"][1]["points"].empty());
+  CHECK(json::parse(tl.counters_json(std::nan(""), std::nan(""), 0))["counters"][1]["points"].size() == 4);
 }

@@ -1023,3 +1023,34 @@ TEST_CASE("loader: model interning") {
   const trace_model copy = m;
   CHECK(copy.find_string("s4999") == m.find_string("s4999"));
 }
+
+TEST_CASE("loader: process/thread metadata events are kept for the timeline's track names") {
+  const std::string text = R"({"traceEvents": [
+    {"name": "process_name", "ph": "M", "pid": 10, "tid": 0, "args": {"name": "python"}},
+    {"name": "process_labels", "ph": "M", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+    {"name": "process_sort_index", "ph": "M", "pid": "Spans", "tid": 0, "args": {"sort_index": 536870912}},
+    {"args": {"name": "dataloader"}, "name": "thread_name", "ph": "M", "pid": 10, "tid": "11"},
+    {"name": "thread_sort_index", "ph": "M", "pid": 10, "tid": 11, "args": {"sort_index": 3}},
+    {"name": "some_other_meta", "ph": "M", "pid": 10, "tid": 11, "args": {"name": "ignored"}},
+    {"name": "thread_name", "ph": "M", "pid": 10, "tid": 12, "args": {}},
+    {"name": "op", "ph": "X", "cat": "cpu_op", "ts": 1, "dur": 2, "pid": 10, "tid": 11, "args": {"name": "not metadata"}}
+  ]})";
+  const auto r = kinetoscope::analysis::load_trace_buffer(text, "meta.json");
+  REQUIRE(r.ok());
+  const auto& m = *r.model;
+  REQUIRE(m.track_metas.size() == 5);  // the unknown kind and the name without text are dropped
+  CHECK(m.track_metas[0].kind == kinetoscope::analysis::meta_kind::process_name);
+  CHECK(m.track_metas[0].pid == 10);
+  CHECK(m.str(m.track_metas[0].text) == "python");
+  CHECK(m.str(m.track_metas[1].text) == "GPU 0");
+  CHECK(m.track_metas[2].kind == kinetoscope::analysis::meta_kind::process_sort_index);
+  CHECK(m.track_metas[2].pid_is_string);
+  CHECK(m.id_text(m.track_metas[2].pid, true) == "Spans");
+  CHECK(m.track_metas[2].sort_index == 536870912);
+  CHECK(m.track_metas[3].kind == kinetoscope::analysis::meta_kind::thread_name);  // args before ph
+  CHECK(m.track_metas[3].tid == 11);
+  CHECK(m.str(m.track_metas[3].text) == "dataloader");
+  CHECK(m.track_metas[4].kind == kinetoscope::analysis::meta_kind::thread_sort_index);
+  CHECK(m.track_metas[4].sort_index == 3);
+  CHECK(m.events.size() == 1);
+}

@@ -145,6 +145,9 @@ error_code reader::read_args(od::value& v) {
     return SUCCESS;
   }
   pending& p = p_;
+  // Metadata args (process/thread names, sort indexes) are read when the event is, or may be
+  // (args before "ph"), a ph "M" event; finish_event() keeps them only for ph "M".
+  const auto is_meta = [&] { return !p.has_ph || p.ph == "M"; };
   deferring_ = true;
   for (auto fr : obj) {
     od::field f;
@@ -159,6 +162,13 @@ error_code reader::read_args(od::value& v) {
     switch (key.size()) {
       case 4:
         if (key == "grid") e = get_triple(fv, p.kernel.grid, p.kernel.has_grid, "grid");
+        else if (key == "name" && is_meta()) {  // process_name / thread_name
+          std::string_view s;
+          if (get_str(fv, s, tmp_buf_)) {
+            p.meta_text = m_.intern(s);
+            p.has_meta_text = true;
+          }
+        }
         else if (key == "Addr") {
           std::int64_t a = 0;
           if (get_i64(fv, a, "Addr")) {
@@ -174,6 +184,13 @@ error_code reader::read_args(od::value& v) {
       case 6:
         if (key == "device") get_i64(fv, p.kernel.device, "device");
         else if (key == "stream") get_i64(fv, p.kernel.stream, "stream");
+        else if (key == "labels" && is_meta()) {
+          std::string_view s;
+          if (get_str(fv, s, tmp_buf_)) {
+            p.meta_text = m_.intern(s);
+            p.has_meta_text = true;
+          }
+        }
         break;
       case 9:
         if (key == "Python id") get_i64(fv, p.py.python_id, "Python id");
@@ -183,6 +200,7 @@ error_code reader::read_args(od::value& v) {
         if (key == "Input Dims") e = get_json_array(fv, p.input_dims, "Input Dims");
         else if (key == "Input dims") e = get_json_array(fv, p.input_dims_lower, "Input dims");
         else if (key == "Input type") e = get_json_array(fv, p.input_types, "Input type");
+        else if (key == "sort_index" && is_meta()) p.has_meta_sort = get_i64(fv, p.meta_sort, "sort_index");
         else if (key == "Call stack") {
           std::string_view s;
           if (get_str(fv, s, tmp_buf_)) p.call_stack = m_.intern(s);
@@ -363,6 +381,23 @@ void reader::finish_event() {
     m_.events.push_back(ev);
   } else if ((ph == 's' || ph == 'f') && p.has_cat && c.info.fwdbwd) {
     m_.fwdbwd.push_back({p.flow_id, p.ts, p.pid, p.tid, ph == 's'});
+  } else if (ph == 'M' && p.has_name) {
+    track_meta tm;
+    tm.pid = p.pid;
+    tm.tid = p.tid;
+    tm.pid_is_string = p.pid_str;
+    tm.tid_is_string = p.tid_str;
+    bool keep = false;
+    if (p.name == "process_name") tm.kind = meta_kind::process_name, keep = p.has_meta_text;
+    else if (p.name == "process_labels") tm.kind = meta_kind::process_labels, keep = p.has_meta_text;
+    else if (p.name == "thread_name") tm.kind = meta_kind::thread_name, keep = p.has_meta_text;
+    else if (p.name == "process_sort_index") tm.kind = meta_kind::process_sort_index, keep = p.has_meta_sort;
+    else if (p.name == "thread_sort_index") tm.kind = meta_kind::thread_sort_index, keep = p.has_meta_sort;
+    if (keep) {
+      tm.text = p.has_meta_text ? p.meta_text : 0;
+      tm.sort_index = p.meta_sort;
+      m_.track_metas.push_back(tm);
+    }
   }
 }
 
@@ -799,6 +834,7 @@ static load_result finish_load(reader& r, trace_model& model, const std::vector<
   shrink_exact(model.memory);
   shrink_exact(model.python);
   shrink_exact(model.fwdbwd);
+  shrink_exact(model.track_metas);
   shrink_exact(model.strings);
   for (const std::string& w : pre_warnings) {
     ++model.diagnostics.warnings[w];

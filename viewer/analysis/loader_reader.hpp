@@ -260,6 +260,9 @@ class reader {
     memory_args mem;
     python_args py;
     bool has_module_id = false;
+    std::uint32_t meta_text = 0;      ///< args "name" / "labels" of a metadata event (interned)
+    std::int64_t meta_sort = 0;       ///< args "sort_index"
+    bool has_meta_text = false, has_meta_sort = false;
     /// Args warnings wait until the event's type is known: a field only matters (and is only
     /// reported) for the types that use it (e.g. a cpu_op's Inductor "grid" string is fine).
     struct deferred {
@@ -272,7 +275,7 @@ class reader {
   };
 
   struct snapshot {
-    std::size_t events, ops, kernels, memory, python, fwdbwd, messages, cats;
+    std::size_t events, ops, kernels, memory, python, fwdbwd, metas, messages, cats;
     std::vector<std::uint64_t> cat_counts;
     std::map<std::string, std::uint64_t> warnings;
     std::int64_t event_index;
@@ -320,7 +323,7 @@ class reader {
 
   snapshot take_snapshot() const {
     snapshot s{m_.events.size(), m_.ops.size(), m_.kernels.size(), m_.memory.size(), m_.python.size(),
-               m_.fwdbwd.size(), m_.diagnostics.messages.size(), cats_.size(), {}, m_.diagnostics.warnings,
+               m_.fwdbwd.size(), m_.track_metas.size(), m_.diagnostics.messages.size(), cats_.size(), {}, m_.diagnostics.warnings,
                event_index_, rwe_ts_, iter_ts_, has_rwe_, has_iter_};
     s.cat_counts.reserve(cats_.size());
     for (const cat_entry& c : cats_) s.cat_counts.push_back(c.count);
@@ -334,6 +337,7 @@ class reader {
     m_.memory.resize(s.memory);
     m_.python.resize(s.python);
     m_.fwdbwd.resize(s.fwdbwd);
+    m_.track_metas.resize(s.metas);
     m_.diagnostics.messages.resize(s.messages);
     m_.diagnostics.warnings = s.warnings;
     for (std::size_t i = s.cats; i < cats_.size(); ++i) cat_index_.erase(cats_[i].text);

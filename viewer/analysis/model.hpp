@@ -115,6 +115,27 @@ struct device_info {
   std::int64_t max_threads_per_multiprocessor = 0;
 };
 
+/// Which metadata event (ph "M") a track_meta entry comes from.
+enum class meta_kind : std::uint8_t {
+  process_name,        ///< args "name": the process's name ("python")
+  process_labels,      ///< args "labels": "CPU", "GPU 0"
+  process_sort_index,  ///< args "sort_index"
+  thread_name,         ///< args "name": "thread 4961 (dataloader)", "stream 7"
+  thread_sort_index,   ///< args "sort_index"
+};
+
+/// One metadata event naming or ordering a process or thread (the trace view's track names).
+/// Other metadata events are not kept.
+struct track_meta {
+  std::int64_t pid = 0;             ///< encoded as event::pid (string pids: see string_id_base)
+  std::int64_t tid = 0;             ///< as event::tid; unused for process_* kinds
+  bool pid_is_string = false;
+  bool tid_is_string = false;
+  meta_kind kind = meta_kind::process_name;
+  std::uint32_t text = 0;           ///< string id of the name or labels (0 for sort indexes)
+  std::int64_t sort_index = 0;      ///< for the *_sort_index kinds
+};
+
 struct distributed_meta {
   std::string backend;
   std::int64_t rank = -1;
@@ -159,6 +180,7 @@ struct trace_model {
   std::vector<memory_args> memory;
   std::vector<python_args> python;
   std::vector<flow_event> fwdbwd;             ///< in file order
+  std::vector<track_meta> track_metas;        ///< process/thread names, labels, sort indexes; in file order
   std::vector<device_info> devices;           ///< deviceProperties, index = device id
   std::optional<distributed_meta> distributed;
   bool lightning = false;                     ///< top-level "Framework": "pytorch-lightning"

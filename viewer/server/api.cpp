@@ -152,7 +152,7 @@ class router {
         "overview",      "operation",    "operation/table", "operation/stack", "kernel",
         "kernel/table",  "kernel/tc_pie", "memory",         "memory_curve",    "memory_events",
         "module",        "recommendations", "diagnostics",  "timeline",        "timeline/tracks",
-        "timeline/event", "timeline/search", "tree"};
+        "timeline/event", "timeline/search", "timeline/summary", "timeline/counters", "tree"};
     if (profile_routes.count(route) != 0) return profile_route(route);
     throw api_error{404, "unknown API route '" + route.substr(0, 128) + "'"};
   }
@@ -463,9 +463,23 @@ class router {
       const std::vector<int> ids = tracks ? parse_tracks(*tracks) : std::vector<int>{};
       return cached(pr.generation, [&] { return t.window_json(start, end, px, ids); });
     }
+    if (route == "timeline/counters") {
+      const double start = parse_double("start", required(r_, "start"));
+      const double end = parse_double("end", required(r_, "end"));
+      const int px = static_cast<int>(parse_int("px", required(r_, "px"), 1, 10000));
+      return cached(pr.generation, [&] { return t.counters_json(start, end, px); });
+    }
+    if (route == "timeline/summary") {
+      const double start = parse_double("start", required(r_, "start"));
+      const double end = parse_double("end", required(r_, "end"));
+      const std::string* tracks = r_.param("tracks");
+      const std::vector<int> ids = tracks ? parse_tracks(*tracks) : std::vector<int>{};
+      return cached(pr.generation, [&] { return t.summary_json(start, end, ids); });
+    }
     if (route == "timeline/event") {
       const auto id = parse_int("id", required(r_, "id"), 0, std::numeric_limits<std::uint32_t>::max());
-      auto body = t.event_json(static_cast<std::uint32_t>(id));
+      const std::string* subtree = r_.param("subtree");
+      auto body = t.event_json(static_cast<std::uint32_t>(id), subtree != nullptr && *subtree == "1");
       if (!body) throw api_error{404, "could not find the event " + std::to_string(id)};
       return json_ok(std::move(*body));
     }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
@@ -243,6 +244,7 @@ bool contains_ci(std::string_view hay, std::string_view needle_lower) {
 struct timeline::impl {
   struct track_info {
     std::string name;
+    std::string group;  ///< the process or device the track belongs to ("python (pid 25738)", "GPU 0")
     track_kind kind = track_kind::other;
     std::int64_t pid = 0, tid = 0;
     bool pid_is_string = false, tid_is_string = false;
@@ -260,6 +262,14 @@ struct timeline::impl {
   std::vector<std::uint32_t> ev_row;
   std::vector<std::uint32_t> name_count;  ///< per string id: timeline events with that name
   std::string tracks_cache;
+  /// The counters sent by window (counters_json): SM efficiency per GPU, memory per device.
+  struct series {
+    std::string name;
+    std::string unit;              // "fraction" or "bytes"
+    std::vector<double> ts, value; // relative µs (ascending), values
+    double max = 0;
+  };
+  std::vector<series> windowed;
 
   // Flow indexes, built on the first event_json call.
   mutable std::once_flag flows_once;
@@ -272,10 +282,13 @@ struct timeline::impl {
   void build();
   void layout_track(std::uint32_t t, std::vector<std::uint32_t>& members);
   void write_tracks_json();
+  void build_windowed_counters(const std::vector<analysis::counter_point>& points);
   void build_flow_indexes() const;
   std::uint32_t bound_event(const analysis::flow_event& f) const;
 
   void write_slice_ref(json_writer& w, std::uint32_t id) const;
+  std::vector<std::uint32_t> selected_tracks(const std::vector<int>& track_ids) const;
+  std::string summary(double start, double end, const std::vector<int>& track_ids) const;
   std::string window(double start, double end, int px, const std::vector<int>& track_ids, std::size_t max_slices,
                      bool use_levels) const;
 };
@@ -331,6 +344,49 @@ void timeline::impl::build() {
     }
   }
 
+  // Names and sort indexes from the metadata events (the last one of each kind wins).
+  struct process_meta {
+    std::string name, labels;
+    std::int64_t sort = 0;
+    bool has_sort = false;
+  };
+  struct thread_meta {
+    std::string name;
+    std::int64_t sort = 0;
+    bool has_sort = false;
+  };
+  std::map<std::int64_t, process_meta> processes;
+  std::map<std::pair<std::int64_t, std::int64_t>, thread_meta> threads;
+  const auto trimmed = [&](std::uint32_t sid) {
+    std::string_view v = sid < model.strings.size() ? model.str(sid) : std::string_view{};
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return std::string(v);
+  };
+  for (const auto& tm : model.track_metas) {
+    switch (tm.kind) {
+      case analysis::meta_kind::process_name: processes[tm.pid].name = trimmed(tm.text); break;
+      case analysis::meta_kind::process_labels: processes[tm.pid].labels = trimmed(tm.text); break;
+      case analysis::meta_kind::process_sort_index:
+        processes[tm.pid].sort = tm.sort_index;
+        processes[tm.pid].has_sort = true;
+        break;
+      case analysis::meta_kind::thread_name: threads[{tm.pid, tm.tid}].name = trimmed(tm.text); break;
+      case analysis::meta_kind::thread_sort_index:
+        threads[{tm.pid, tm.tid}].sort = tm.sort_index;
+        threads[{tm.pid, tm.tid}].has_sort = true;
+        break;
+    }
+  }
+  const auto psort = [&](std::int64_t pid) {
+    const auto it = processes.find(pid);
+    return it != processes.end() && it->second.has_sort ? it->second.sort : pid;
+  };
+  const auto tsort = [&](std::int64_t pid, std::int64_t tid) {
+    const auto it = threads.find({pid, tid});
+    return it != threads.end() && it->second.has_sort ? it->second.sort : tid;
+  };
+
   // Display order.
   std::vector<std::uint32_t> order(provisional.size());
   for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -339,7 +395,13 @@ void timeline::impl::build() {
     const auto& y = provisional[b];
     if (x.kind != y.kind) return x.kind < y.kind;
     if (x.kind == track_kind::cpu && has_step[a] != has_step[b]) return has_step[a] > has_step[b];
+    if (x.kind != track_kind::gpu) {
+      const std::int64_t px = psort(x.pid), py = psort(y.pid);
+      if (px != py) return px < py;
+    }
     if (x.pid != y.pid) return x.pid < y.pid;
+    const std::int64_t tx = tsort(x.pid, x.tid), ty = tsort(y.pid, y.tid);
+    if (tx != ty) return tx < ty;
     return x.tid < y.tid;
   });
 
@@ -348,10 +410,33 @@ void timeline::impl::build() {
     track_info info = std::move(provisional[order[t]]);
     const std::string pid_text = info.pid_is_string ? std::string(model.id_text(info.pid, true)) : std::to_string(info.pid);
     const std::string tid_text = info.tid_is_string ? std::string(model.id_text(info.tid, true)) : std::to_string(info.tid);
+    const auto pit = processes.find(info.pid);
+    const process_meta* pm = pit != processes.end() ? &pit->second : nullptr;
+    const auto tit = threads.find({info.pid, info.tid});
+    const std::string thread_name = tit != threads.end() ? tit->second.name : std::string();
     switch (info.kind) {
-      case track_kind::cpu: info.name = "thread " + tid_text; break;
-      case track_kind::gpu: info.name = "GPU " + pid_text + " stream " + tid_text; break;
-      case track_kind::other: info.name = pid_text + " " + tid_text; break;
+      case track_kind::cpu:
+        // "thread 4961 (dataloader)": the writer's own text when it names the thread id already.
+        if (thread_name.empty()) info.name = "thread " + tid_text;
+        else if (thread_name.find(tid_text) != std::string::npos) info.name = thread_name;
+        else info.name = "thread " + tid_text + " (" + thread_name + ")";
+        info.group = (pm != nullptr && !pm->name.empty() ? pm->name : std::string("process")) + " (pid " + pid_text + ")";
+        if (pm != nullptr && !pm->labels.empty() && pm->labels != "CPU") info.group += " · " + pm->labels;
+        break;
+      case track_kind::gpu: {
+        info.name = "GPU " + pid_text + " stream " + tid_text;
+        if (!thread_name.empty() && thread_name != "stream " + tid_text) info.name += " (" + thread_name + ")";
+        info.group = "GPU " + pid_text;
+        if (pm != nullptr && !pm->labels.empty() && pm->labels != info.group) info.group += " · " + pm->labels;
+        const auto dev = static_cast<std::size_t>(info.pid);
+        if (!info.pid_is_string && info.pid >= 0 && dev < model.devices.size() && model.devices[dev].has_name)
+          info.group += " · " + model.devices[dev].name;
+        break;
+      }
+      case track_kind::other:
+        info.name = thread_name.empty() ? pid_text + " " + tid_text : thread_name;
+        info.group = pm != nullptr && !pm->name.empty() ? pm->name : pid_text;
+        break;
     }
     tracks.push_back(std::move(info));
     layout_track(t, members[order[t]]);
@@ -443,6 +528,8 @@ void timeline::impl::write_tracks_json() {
     w.integer(static_cast<std::int64_t>(t));
     w.raw(",\"name\":");
     w.str(info.name);
+    w.raw(",\"group\":");
+    w.str(info.group);
     w.raw(",\"kind\":");
     w.str(info.kind == track_kind::cpu ? "cpu" : info.kind == track_kind::gpu ? "gpu" : "other");
     w.raw(",\"pid\":");
@@ -457,6 +544,7 @@ void timeline::impl::write_tracks_json() {
   }
   w.raw("],\"counters\":[");
   const auto points = analysis::gpu_utilization_counters(model);
+  build_windowed_counters(points);
   bool first_series = true;
   for (std::size_t i = 0; i < points.size();) {
     std::size_t j = i;
@@ -481,8 +569,59 @@ void timeline::impl::write_tracks_json() {
     w.raw("]}");
     i = j;
   }
+  w.raw("],\"windowed_counters\":[");
+  for (std::size_t k = 0; k < windowed.size(); ++k) {
+    if (k != 0) w.ch(',');
+    w.raw("{\"name\":");
+    w.str(windowed[k].name);
+    w.raw(",\"unit\":");
+    w.str(windowed[k].unit);
+    w.raw(",\"max\":");
+    w.num(windowed[k].max);
+    w.raw(",\"points\":");
+    w.integer(static_cast<std::int64_t>(windowed[k].ts.size()));
+    w.ch('}');
+  }
   w.raw("]}");
   tracks_cache = std::move(w.out);
+}
+
+void timeline::impl::build_windowed_counters(const std::vector<analysis::counter_point>& points) {
+  // SM efficiency: one series per GPU, in time order (the plugin's list puts the (g0, 1), (g0, 0)
+  // pair first; a segment's end and the next one's start at the same time keep their order).
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> sm;
+  for (const auto& p : points)
+    if (p.counter == analysis::gpu_counter::sm_efficiency) sm[p.gpu].emplace_back(p.ts - t0, p.value);
+  const auto add = [&](std::string name, std::string unit, std::vector<std::pair<double, double>>& pts) {
+    std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    series s;
+    s.name = std::move(name);
+    s.unit = std::move(unit);
+    s.ts.reserve(pts.size());
+    s.value.reserve(pts.size());
+    for (const auto& [t, v] : pts) {
+      s.ts.push_back(t);
+      s.value.push_back(v);
+      s.max = std::max(s.max, v);
+    }
+    windowed.push_back(std::move(s));
+  };
+  for (auto& [gpu, pts] : sm) add(analysis::gpu_counter_name(gpu, analysis::gpu_counter::sm_efficiency), "fraction", pts);
+  // Memory: "Total Allocated" / "Total Reserved" of the [memory] instants, per device.
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> mem;
+  for (const auto& e : model.events) {
+    if (e.type != event_type::memory || e.extra >= model.memory.size()) continue;
+    const auto& a = model.memory[e.extra];
+    if (a.device_type != 0 && a.device_type != 1) continue;
+    auto& slot = mem[{a.device_type, a.device_type == 0 ? 0 : a.device_id}];
+    if (std::isfinite(a.total_allocated)) slot.first.emplace_back(e.ts - t0, a.total_allocated);
+    if (std::isfinite(a.total_reserved) && a.device_type == 1) slot.second.emplace_back(e.ts - t0, a.total_reserved);
+  }
+  for (auto& [dev, pair] : mem) {
+    const std::string device = dev.first == 0 ? std::string("CPU") : "GPU " + std::to_string(dev.second);
+    if (!pair.first.empty()) add(device + " Memory Allocated", "bytes", pair.first);
+    if (!pair.second.empty()) add(device + " Memory Reserved", "bytes", pair.second);
+  }
 }
 
 std::string timeline::impl::window(double start, double end, int px, const std::vector<int>& track_ids,
@@ -493,19 +632,7 @@ std::string timeline::impl::window(double start, double end, int px, const std::
   max_slices = std::max<std::size_t>(max_slices, 1);
 
   // Lanes to scan, in output order.
-  std::vector<std::uint32_t> sel;
-  if (track_ids.empty()) {
-    sel.resize(tracks.size());
-    for (std::uint32_t t = 0; t < sel.size(); ++t) sel[t] = t;
-  } else {
-    std::vector<char> seen(tracks.size(), 0);
-    for (const int t : track_ids) {
-      if (t >= 0 && static_cast<std::size_t>(t) < tracks.size() && !seen[static_cast<std::size_t>(t)]) {
-        seen[static_cast<std::size_t>(t)] = 1;
-        sel.push_back(static_cast<std::uint32_t>(t));
-      }
-    }
-  }
+  const std::vector<std::uint32_t> sel = selected_tracks(track_ids);
 
   // Slices in relative time: the lanes hold absolute ts.
   const double abs_start = t0 + start, abs_end = t0 + end;
@@ -626,6 +753,226 @@ std::string timeline::impl::window(double start, double end, int px, const std::
   return std::move(w.out);
 }
 
+/// Track ids to scan: all when `track_ids` is empty, else the known ones, duplicates once.
+std::vector<std::uint32_t> timeline::impl::selected_tracks(const std::vector<int>& track_ids) const {
+  std::vector<std::uint32_t> sel;
+  if (track_ids.empty()) {
+    sel.resize(tracks.size());
+    for (std::uint32_t t = 0; t < sel.size(); ++t) sel[t] = t;
+  } else {
+    std::vector<char> seen(tracks.size(), 0);
+    for (const int t : track_ids) {
+      if (t >= 0 && static_cast<std::size_t>(t) < tracks.size() && !seen[static_cast<std::size_t>(t)]) {
+        seen[static_cast<std::size_t>(t)] = 1;
+        sel.push_back(static_cast<std::uint32_t>(t));
+      }
+    }
+  }
+  return sel;
+}
+
+std::string timeline::impl::summary(double start, double end, const std::vector<int>& track_ids) const {
+  start = clamp_time(start, 0);
+  end = clamp_time(end, duration);
+  const auto& evs = model.events;
+  const double abs_start = t0 + start, abs_end = t0 + end;
+  const bool empty = !(start <= end);
+  const double range = empty ? 0.0 : end - start;
+
+  struct name_stats {
+    std::uint64_t count = 0;
+    double total = 0, self = 0, min = std::numeric_limits<double>::infinity(), max = 0;
+  };
+  struct node {
+    std::uint32_t parent, name;
+    double total = 0, self = 0;
+    std::uint64_t count = 0;
+  };
+  struct open_slice {
+    double end;           // absolute end of the slice
+    double clip;          // its duration inside the range
+    double covered = 0;   // union of its children's clipped durations
+    double covered_to;    // where that union ends so far
+    std::uint32_t name, node;
+  };
+  std::unordered_map<std::uint32_t, name_stats> by_name;
+  std::vector<node> nodes;
+  std::unordered_map<std::uint64_t, std::uint32_t> node_index;  // (parent + 1) << 32 | name
+  std::map<std::int64_t, std::vector<std::pair<double, double>>> gpu_busy;  // device -> clipped intervals
+  std::uint64_t slices = 0;
+  const auto clip_of = [&](const event& e) { return std::max(0.0, std::min(end_of(e), abs_end) - std::max(e.ts, abs_start)); };
+  const auto finish = [&](const open_slice& o) {
+    const double self = std::max(0.0, o.clip - o.covered);
+    by_name[o.name].self += self;
+    nodes[o.node].self += self;
+  };
+
+  std::vector<std::uint32_t> ids;
+  std::vector<open_slice> stack;
+  for (const std::uint32_t t : empty ? std::vector<std::uint32_t>{} : selected_tracks(track_ids)) {
+    const auto& info = tracks[t];
+    ids.clear();
+    for (std::uint32_t r = 0; r < info.rows; ++r) {
+      const lane& l = lanes[info.first_lane + r];
+      const raw_view v{l, evs};
+      for (std::size_t i = first_ending_at_or_after(v, abs_start); i < v.size() && v.ts(i) <= abs_end; ++i)
+        ids.push_back(l.ev[i]);
+    }
+    // The layout's order; on GPU tracks annotations and device work nest separately.
+    std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
+      const event& x = evs[a];
+      const event& y = evs[b];
+      const bool ax = x.type == event_type::user_annotation, ay = y.type == event_type::user_annotation;
+      if (info.kind == track_kind::gpu && ax != ay) return ax;
+      if (x.ts != y.ts) return x.ts < y.ts;
+      const double dx = end_of(x) - x.ts, dy = end_of(y) - y.ts;
+      if (dx != dy) return dx > dy;
+      return a < b;
+    });
+    stack.clear();
+    bool annotations = true;
+    for (const std::uint32_t id : ids) {
+      const event& e = evs[id];
+      const bool is_annotation = e.type == event_type::user_annotation;
+      if (info.kind == track_kind::gpu && annotations && !is_annotation) {
+        for (const auto& o : stack) finish(o);
+        stack.clear();
+        annotations = false;
+      }
+      const double ts = e.ts, e_end = end_of(e), clip = clip_of(e);
+      while (!stack.empty() && stack.back().end <= ts) {
+        finish(stack.back());
+        stack.pop_back();
+      }
+      // The parent: the innermost open slice containing this one.
+      std::size_t p = stack.size();
+      while (p > 0 && !(stack[p - 1].end > ts && stack[p - 1].end >= e_end)) --p;
+      std::uint32_t parent_node = no_index;
+      if (p > 0) {
+        open_slice& parent = stack[p - 1];
+        parent_node = parent.node;
+        const double a = std::max(ts, abs_start), b = std::min(e_end, abs_end);
+        if (b > parent.covered_to) {
+          parent.covered += b - std::max(a, parent.covered_to);
+          parent.covered_to = b;
+        }
+      }
+      const std::uint64_t key = (static_cast<std::uint64_t>(parent_node) + 1) << 32 | e.name;
+      auto [it, inserted] = node_index.try_emplace(key, static_cast<std::uint32_t>(nodes.size()));
+      if (inserted) nodes.push_back(node{parent_node, e.name});
+      node& n = nodes[it->second];
+      n.total += clip;
+      ++n.count;
+      name_stats& st = by_name[e.name];
+      ++st.count;
+      st.total += clip;
+      st.min = std::min(st.min, clip);
+      st.max = std::max(st.max, clip);
+      ++slices;
+      stack.push_back(open_slice{e_end, clip, 0, std::max(ts, abs_start), e.name, it->second});
+      if (info.kind == track_kind::gpu && is_gpu_work(e.type) && clip > 0)
+        gpu_busy[info.pid].emplace_back(std::max(ts, abs_start), std::min(e_end, abs_end));
+    }
+    for (const auto& o : stack) finish(o);
+  }
+
+  // Rows: by total desc, then name.
+  std::vector<std::pair<std::uint32_t, const name_stats*>> rows;
+  rows.reserve(by_name.size());
+  for (const auto& [name, st] : by_name) rows.emplace_back(name, &st);
+  std::sort(rows.begin(), rows.end(), [&](const auto& a, const auto& b) {
+    if (a.second->total != b.second->total) return a.second->total > b.second->total;
+    return model.str(a.first) < model.str(b.first);
+  });
+  constexpr std::size_t max_rows = 1000, max_nodes = 20000;
+
+  json_writer w;
+  w.raw("{\"start\":");
+  w.num(start);
+  w.raw(",\"end\":");
+  w.num(end);
+  w.raw(",\"slices\":");
+  w.integer(static_cast<std::int64_t>(slices));
+  w.raw(",\"names\":");
+  w.integer(static_cast<std::int64_t>(rows.size()));
+  w.raw(",\"rows\":[");
+  for (std::size_t i = 0; i < rows.size() && i < max_rows; ++i) {
+    const name_stats& st = *rows[i].second;
+    if (i != 0) w.ch(',');
+    w.raw("{\"name\":");
+    w.str(model.str(rows[i].first));
+    w.raw(",\"count\":");
+    w.integer(static_cast<std::int64_t>(st.count));
+    w.raw(",\"total\":");
+    w.num(st.total);
+    w.raw(",\"self\":");
+    w.num(st.self);
+    w.raw(",\"avg\":");
+    w.num(st.total / static_cast<double>(st.count));
+    w.raw(",\"min\":");
+    w.num(st.min);
+    w.raw(",\"max\":");
+    w.num(st.max);
+    w.raw(",\"percent\":");
+    w.num(range > 0 ? st.total / range * 100 : 0.0);
+    w.ch('}');
+  }
+  w.raw("],\"gpus\":[");
+  bool first = true;
+  for (auto& [device, iv] : gpu_busy) {
+    std::sort(iv.begin(), iv.end());
+    double busy = 0, covered_to = -std::numeric_limits<double>::infinity();
+    for (const auto& [a, b] : iv) {
+      if (b > covered_to) {
+        busy += b - std::max(a, covered_to);
+        covered_to = b;
+      }
+    }
+    if (!first) w.ch(',');
+    first = false;
+    w.raw("{\"device\":");
+    w.integer(device);
+    w.raw(",\"busy\":");
+    w.num(busy);
+    w.raw(",\"idle\":");
+    w.num(range - busy);
+    w.raw(",\"busy_percent\":");
+    w.num(range > 0 ? busy / range * 100 : 0.0);
+    w.ch('}');
+  }
+  // The flame graph: nodes in creation order (a parent always precedes its children).
+  const std::size_t n_nodes = std::min(nodes.size(), max_nodes);
+  std::unordered_map<std::uint32_t, std::uint32_t> flame_name;
+  std::vector<std::uint32_t> flame_names;
+  for (std::size_t i = 0; i < n_nodes; ++i) {
+    auto [it, inserted] = flame_name.try_emplace(nodes[i].name, static_cast<std::uint32_t>(flame_names.size()));
+    if (inserted) flame_names.push_back(nodes[i].name);
+  }
+  w.raw("],\"flame\":{\"truncated\":");
+  w.raw(nodes.size() > max_nodes ? "true" : "false");
+  w.raw(",\"names\":[");
+  for (std::size_t i = 0; i < flame_names.size(); ++i) {
+    if (i != 0) w.ch(',');
+    w.str(model.str(flame_names[i]));
+  }
+  const auto column = [&](std::string_view k, auto&& value) {
+    w.raw("],");
+    w.key(k);
+    w.ch('[');
+    for (std::size_t i = 0; i < n_nodes; ++i) {
+      if (i != 0) w.ch(',');
+      value(nodes[i]);
+    }
+  };
+  column("parent", [&](const node& n) { w.integer(n.parent == no_index ? -1 : static_cast<std::int64_t>(n.parent)); });
+  column("name", [&](const node& n) { w.integer(flame_name[n.name]); });
+  column("total", [&](const node& n) { w.num(n.total); });
+  column("self", [&](const node& n) { w.num(n.self); });
+  column("count", [&](const node& n) { w.integer(static_cast<std::int64_t>(n.count)); });
+  w.raw("]}}");
+  return std::move(w.out);
+}
+
 void timeline::impl::build_flow_indexes() const {
   const auto& evs = model.events;
   for (std::uint32_t i = 0; i < evs.size(); ++i) {
@@ -708,6 +1055,67 @@ std::string timeline::window_json(double start_us, double end_us, int px, const 
   return impl_->window(start_us, end_us, px, tracks, max_slices, use_levels);
 }
 
+std::string timeline::counters_json(double start_us, double end_us, int px) const {
+  const impl& d = *impl_;
+  start_us = clamp_time(start_us, 0);
+  end_us = clamp_time(end_us, d.duration);
+  px = std::clamp(px, 1, 10000);
+  json_writer w;
+  w.raw("{\"start\":");
+  w.num(start_us);
+  w.raw(",\"end\":");
+  w.num(end_us);
+  w.raw(",\"counters\":[");
+  for (std::size_t k = 0; k < d.windowed.size(); ++k) {
+    const auto& s = d.windowed[k];
+    if (k != 0) w.ch(',');
+    w.raw("{\"name\":");
+    w.str(s.name);
+    w.raw(",\"points\":[");
+    bool first = true;
+    const auto point = [&](std::size_t i) {
+      if (!first) w.ch(',');
+      first = false;
+      w.ch('[');
+      w.num(s.ts[i]);
+      w.ch(',');
+      w.num(s.value[i]);
+      w.ch(']');
+    };
+    if (start_us <= end_us && !s.ts.empty()) {
+      // The value in force at `start` (the last point before it), then per pixel column the
+      // first, lowest, highest and last point, in time order.
+      std::size_t i = static_cast<std::size_t>(std::lower_bound(s.ts.begin(), s.ts.end(), start_us) - s.ts.begin());
+      if (i > 0) point(i - 1);
+      const double width = std::max(end_us - start_us, 1e-9) / px;
+      while (i < s.ts.size() && s.ts[i] <= end_us) {
+        const double col_end = start_us + (std::floor((s.ts[i] - start_us) / width) + 1) * width;
+        std::size_t j = i + 1, lo = i, hi = i;  // at least one point a column (rounding)
+        while (j < s.ts.size() && s.ts[j] < col_end && s.ts[j] <= end_us) {
+          if (s.value[j] < s.value[lo]) lo = j;
+          if (s.value[j] > s.value[hi]) hi = j;
+          ++j;
+        }
+        std::size_t picks[4] = {i, std::min(lo, hi), std::max(lo, hi), j - 1};
+        std::size_t last = s.ts.size();
+        for (const std::size_t p : picks) {
+          if (p != last) point(p);
+          last = p;
+        }
+        i = j;
+      }
+      if (i < s.ts.size()) point(i);  // the next change after the window: the line runs to it
+    }
+    w.raw("]}");
+  }
+  w.raw("]}");
+  return std::move(w.out);
+}
+
+std::string timeline::summary_json(double start_us, double end_us, const std::vector<int>& tracks) const {
+  return impl_->summary(start_us, end_us, tracks);
+}
+
 double timeline::t0() const noexcept { return impl_->t0; }
 
 int timeline::track_of(std::uint32_t id) const noexcept {
@@ -742,7 +1150,7 @@ void timeline::prepare_flows() const {
   std::call_once(d.flows_once, [&] { d.build_flow_indexes(); });
 }
 
-std::optional<std::string> timeline::event_json(std::uint32_t id) const {
+std::optional<std::string> timeline::event_json(std::uint32_t id, bool subtree) const {
   const impl& d = *impl_;
   const auto& model = d.model;
   if (id >= model.events.size()) return std::nullopt;
@@ -869,6 +1277,7 @@ std::optional<std::string> timeline::event_json(std::uint32_t id) const {
   bool first_flow = true;
   std::size_t flows = 0;
   constexpr std::size_t max_flows = 1000;
+  std::uint32_t from = id;  // the slice whose flows are being written (subtree: a descendant)
   const auto flow = [&](std::uint32_t other, std::string_view relation) {
     if (flows >= max_flows) return;
     ++flows;
@@ -878,47 +1287,77 @@ std::optional<std::string> timeline::event_json(std::uint32_t id) const {
     d.write_slice_ref(w, other);
     w.raw(",\"relation\":");
     w.str(relation);
+    if (subtree) {
+      w.raw(",\"from\":{");
+      d.write_slice_ref(w, from);
+      w.ch('}');
+    }
     w.ch('}');
   };
   const auto each = [](const std::vector<std::pair<std::int64_t, std::uint32_t>>& v, std::int64_t k, auto&& fn) {
     auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(k, std::uint32_t{0}));
     for (; it != v.end() && it->first == k; ++it) fn(it->second);
   };
-  if (is_gpu_work(e.type) && e.correlation != 0) {
-    each(d.corr_runtime, e.correlation, [&](std::uint32_t r) { flow(r, "launched by"); });
-  } else if ((e.type == event_type::runtime || e.type == event_type::driver) && e.correlation != 0) {
-    each(d.corr_gpu, e.correlation, [&](std::uint32_t g) { flow(g, "launches"); });
-  } else if ((e.type == event_type::op || (e.type == event_type::user_annotation && !e.gpu_annotation)) &&
-             e.external_id != 0) {
-    // Kernels launched by the runtimes inside this op (same thread, same external id).
-    std::vector<std::uint32_t> gpu;
-    each(d.ext_runtime, e.external_id, [&](std::uint32_t r) {
-      const event& rt = model.events[r];
-      if (rt.pid != e.pid || rt.tid != e.tid || rt.ts < e.ts || end_of(rt) > end_of(e) || rt.correlation == 0) return;
-      each(d.corr_gpu, rt.correlation, [&](std::uint32_t g) { gpu.push_back(g); });
-    });
-    std::sort(gpu.begin(), gpu.end());
-    for (const std::uint32_t g : gpu) flow(g, "launches");
-  }
-  // fwdbwd: flow ends at this slice's start on its thread that bind to it.
-  if (!model.fwdbwd.empty()) {
-    const auto& fl = model.fwdbwd;
-    auto it = std::lower_bound(d.fwdbwd_by_place.begin(), d.fwdbwd_by_place.end(), 0u, [&](std::uint32_t a, unsigned) {
-      return std::tie(fl[a].pid, fl[a].tid, fl[a].ts) < std::tie(e.pid, e.tid, e.ts);
-    });
-    for (; it != d.fwdbwd_by_place.end() && fl[*it].pid == e.pid && fl[*it].tid == e.tid && fl[*it].ts == e.ts; ++it) {
-      const auto& mine = fl[*it];
-      if (d.bound_event(mine) != id) continue;
-      auto jt = std::lower_bound(d.fwdbwd_by_id.begin(), d.fwdbwd_by_id.end(), 0u,
-                                 [&](std::uint32_t a, unsigned) { return fl[a].id < mine.id; });
-      for (; jt != d.fwdbwd_by_id.end() && fl[*jt].id == mine.id; ++jt) {
-        if (fl[*jt].is_start == mine.is_start) continue;
-        const std::uint32_t other = d.bound_event(fl[*jt]);
-        if (other != no_index && other != id) flow(other, mine.is_start ? "backward" : "forward");
+  const auto flows_of = [&](std::uint32_t src) {
+    const event& e = model.events[src];
+    from = src;
+    if (is_gpu_work(e.type) && e.correlation != 0) {
+      each(d.corr_runtime, e.correlation, [&](std::uint32_t r) { flow(r, "launched by"); });
+    } else if ((e.type == event_type::runtime || e.type == event_type::driver) && e.correlation != 0) {
+      each(d.corr_gpu, e.correlation, [&](std::uint32_t g) { flow(g, "launches"); });
+    } else if (!subtree && (e.type == event_type::op || (e.type == event_type::user_annotation && !e.gpu_annotation)) &&
+               e.external_id != 0) {
+      // Kernels launched by the runtimes inside this op (same thread, same external id). In a
+      // subtree the runtimes' own flows say the same.
+      std::vector<std::uint32_t> gpu;
+      each(d.ext_runtime, e.external_id, [&](std::uint32_t r) {
+        const event& rt = model.events[r];
+        if (rt.pid != e.pid || rt.tid != e.tid || rt.ts < e.ts || end_of(rt) > end_of(e) || rt.correlation == 0) return;
+        each(d.corr_gpu, rt.correlation, [&](std::uint32_t g) { gpu.push_back(g); });
+      });
+      std::sort(gpu.begin(), gpu.end());
+      for (const std::uint32_t g : gpu) flow(g, "launches");
+    }
+    // fwdbwd: flow ends at this slice's start on its thread that bind to it.
+    if (!model.fwdbwd.empty()) {
+      const auto& fl = model.fwdbwd;
+      auto it = std::lower_bound(d.fwdbwd_by_place.begin(), d.fwdbwd_by_place.end(), 0u, [&](std::uint32_t a, unsigned) {
+        return std::tie(fl[a].pid, fl[a].tid, fl[a].ts) < std::tie(e.pid, e.tid, e.ts);
+      });
+      for (; it != d.fwdbwd_by_place.end() && fl[*it].pid == e.pid && fl[*it].tid == e.tid && fl[*it].ts == e.ts; ++it) {
+        const auto& mine = fl[*it];
+        if (d.bound_event(mine) != src) continue;
+        auto jt = std::lower_bound(d.fwdbwd_by_id.begin(), d.fwdbwd_by_id.end(), 0u,
+                                   [&](std::uint32_t a, unsigned) { return fl[a].id < mine.id; });
+        for (; jt != d.fwdbwd_by_id.end() && fl[*jt].id == mine.id; ++jt) {
+          if (fl[*jt].is_start == mine.is_start) continue;
+          const std::uint32_t other = d.bound_event(fl[*jt]);
+          if (other != no_index && other != src) flow(other, mine.is_start ? "backward" : "forward");
+        }
       }
     }
+  };
+  flows_of(id);
+  if (subtree && d.ev_track[id] != no_index) {
+    // Every slice of the same track inside this one, in ts order.
+    const auto& info = d.tracks[d.ev_track[id]];
+    const double a = e.ts, b = end_of(e);
+    std::vector<std::uint32_t> inside;
+    for (std::uint32_t r = 0; r < info.rows; ++r) {
+      const lane& l = d.lanes[info.first_lane + r];
+      const raw_view v{l, model.events};
+      for (std::size_t i = first_ending_at_or_after(v, a); i < v.size() && v.ts(i) <= b; ++i)
+        if (l.ev[i] != id && v.ts(i) >= a && v.end(i) <= b) inside.push_back(l.ev[i]);
+    }
+    std::sort(inside.begin(), inside.end());  // event order is ts order
+    for (const std::uint32_t k : inside) {
+      if (flows >= max_flows) break;
+      flows_of(k);
+    }
   }
-  w.raw("]}");
+  w.raw("],\"flows_truncated\":");
+  w.raw(flows >= max_flows ? "true" : "false");
+  w.raw("}");
   return std::move(w.out);
 }
 

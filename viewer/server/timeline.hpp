@@ -9,12 +9,21 @@
 ///
 /// **Tracks.** Every event except `[memory]` instants belongs to exactly one track:
 /// * `cpu`: host events (op, user_annotation, python, python_function, module, runtime,
-///   driver), one track per (pid, tid), named "thread <tid>" (the model keeps no thread names).
-///   The thread holding a `ProfilerStep#` event comes first, then the others by pid, then tid.
+///   driver), one track per (pid, tid), named by the trace's `thread_name` metadata ("thread
+///   4961 (dataloader)"; a name without the tid becomes "thread <tid> (<name>)"), else
+///   "thread <tid>"; group "<process_name> (pid <pid>)" ("process (pid <pid>)" without one), plus
+///   " · <process_labels>" unless the labels are the default "CPU".
+///   The thread holding a `ProfilerStep#` event comes first, then the others by process sort
+///   index (default pid), pid, thread sort index (default tid), tid.
 /// * `gpu`: kernel, memcpy, memset and gpu_user_annotation events, one track per (device = pid,
-///   stream = tid), named "GPU <device> stream <stream>", ordered by device then stream.
+///   stream = tid), named "GPU <device> stream <stream>" (plus " (<thread_name>)" when the trace
+///   names the stream otherwise), group "GPU <device>" (plus " · <process_labels>" unless they are
+///   "GPU <device>", plus " · <deviceProperties name>"),
+///   ordered by device, thread sort index, stream.
 /// * `other`: every other event (the "PyTorch Profiler (0)" Trace span, unknown categories), one
-///   track per (pid, tid), named "<pid> <tid>" (string pids/tids by their text).
+///   track per (pid, tid), named by its thread_name, else "<pid> <tid>" (string pids/tids by their
+///   text); group: the process_name, else the pid text.
+/// Metadata names are trimmed of surrounding blanks; the last metadata event of a kind wins.
 /// Track ids are the positions in that display order.
 ///
 /// **Lanes (rows).** Inside a track, slices are taken in (ts asc, dur desc, event index) order and
@@ -26,8 +35,15 @@
 /// device work below them. A negative or NaN `dur` counts as 0.
 ///
 /// **Counters.** `counters` of tracks_json are the "GPU <g> Utilization" series of
-/// analysis::gpu_utilization_counters (one per GPU, points [t relative to t0, value in 0..1]);
-/// the Est. SM Efficiency series are left out (two points per kernel run: megabytes on big traces).
+/// analysis::gpu_utilization_counters (one per GPU, points [t relative to t0, value in 0..1]; at
+/// most ~100 buckets, sent whole). The series that grow with the trace are listed by tracks_json
+/// under `windowed_counters` (name, unit "fraction"/"bytes", max, number of points) and served
+/// per window by counters_json: "GPU <g> Est. SM Efficiency" (two points per kernel run, in time
+/// order) and, from the [memory] instants, "GPU <id> Memory Allocated" / "GPU <id> Memory
+/// Reserved" (Total Allocated / Total Reserved, CUDA devices) and "CPU Memory Allocated". A
+/// window sends the point in force at its start, then per pixel column the first, lowest,
+/// highest and last point (time order), then the first point after it: at most 4 px + 2 points
+/// a series, and the step line drawn from them has the extremes of every column.
 ///
 /// **Windows.** Each lane keeps its slices in ts order as event indices (times read from the model),
 /// and precomputed levels of detail: the same lane merged at thresholds 0.25, 1, 4, 16, ... µs
@@ -42,6 +58,18 @@
 /// fit with m beyond 4x the window width (then the first `max_slices` in output order are sent).
 /// Slices are output ordered by track (display order), row, ts. A slice is in the window when
 /// end >= start and ts <= end (times relative to t0).
+///
+/// **Area selection (summary_json).** The slices of the chosen tracks with end >= start and
+/// ts <= end (the window rule), each counted with its duration clipped to [start, end]. A slice's
+/// parent is the innermost slice of its track, in the layout order, that is still open at its
+/// start and ends at or after its end (on GPU tracks annotations and device work nest
+/// separately); self = clipped duration minus the union of its children's clipped durations.
+/// `rows` group the slices by name (count, total, self, avg = total / count, min, max of the
+/// clipped durations, percent = total / range * 100), total desc then name, at most 1000 (`names`
+/// says how many there were). `gpus`: per device of the chosen GPU tracks, busy = the union of
+/// its kernels, memcpys and memsets inside the range, idle = range - busy. `flame`: the calling
+/// tree merged by name path across the chosen tracks (columns parent/name/total/self/count,
+/// parents before children), at most 20 000 nodes in creation order (`truncated` otherwise).
 ///
 /// **Hostile input (the caller contract: everything is clamped, nothing throws).** NaN start is
 /// treated as 0 and NaN end as the trace duration; ±inf and huge values are clamped to ±1e15 µs;
@@ -92,12 +120,22 @@ class timeline {
   /// As window_json; `use_levels` = false merges the raw slices (tests compare both; slower).
   std::string window_json(double start_us, double end_us, int px, const std::vector<int>& tracks,
                           std::size_t max_slices, bool use_levels) const;
-  /// `/api/timeline/event` JSON; nullopt for an unknown id.
-  std::optional<std::string> event_json(std::uint32_t id) const;
+  /// `/api/timeline/event` JSON; nullopt for an unknown id. With `subtree`, `flows` also holds
+  /// the flows of every slice of its track inside it (ts order; each flow names its own end in
+  /// `from`; an operator's "launches" come from its runtime calls then), at most 1000 in all
+  /// (`flows_truncated`).
+  std::optional<std::string> event_json(std::uint32_t id, bool subtree = false) const;
   /// Builds the flow lookup tables event_json() needs (by correlation, external id, fwdbwd).
   /// event_json() builds them on first use; the server calls this after loading so the first
   /// click on a slice does not pay for it (~50 ms on a 1 GB trace). Idempotent, thread-safe.
   void prepare_flows() const;
+  /// `/api/timeline/counters` JSON: the windowed counters over [start_us, end_us] at `px` columns
+  /// (see "Counters" above).
+  std::string counters_json(double start_us, double end_us, int px) const;
+  /// `/api/timeline/summary` JSON: what the slices of `tracks` (empty = all) do inside
+  /// [start_us, end_us] (relative to t0), computed from every slice (never from merged blocks).
+  /// See "Area selection" above.
+  std::string summary_json(double start_us, double end_us, const std::vector<int>& tracks = {}) const;
   /// `/api/timeline/search` JSON.
   std::string search_json(std::string_view query, std::size_t limit) const;
 

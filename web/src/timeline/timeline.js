@@ -5,9 +5,14 @@
 // drawing the previous window at the new scale meanwhile so navigation feels immediate.
 //
 // Layout of the canvas (CSS pixels): a track header column on the left (HEADER_W), a time ruler on
-// top (RULER_H), then the counters (small area charts, pinned), then the tracks, one lane of LANE_H
-// per row. The canvas is sticky inside a scrolling box whose sizer has the height of all tracks,
-// so vertical scrolling is the browser's own; the canvas draws the part at scrollTop.
+// top (RULER_H), then the counters (small area charts), then the pinned tracks (they stay put),
+// then the tracks grouped by process / GPU (a GROUP_H header per group, collapsible), one lane of
+// LANE_H per row. The canvas is sticky inside a scrolling box whose sizer has the height of all
+// tracks, so vertical scrolling is the browser's own; the canvas draws the part at scrollTop.
+//
+// Shift-drag selects an area (time range x tracks): the server summarises it exactly
+// (/api/timeline/summary) into a table by name, GPU busy time and a flame graph. Flags (M) and
+// the view, the pins and the area are kept in the URL hash.
 import './trace.css';
 import { formatDuration, formatTime, niceStep, sliceColor } from './format.js';
 
@@ -16,6 +21,8 @@ const RULER_H = 22;
 const COUNTER_H = 26;
 const LANE_H = 18;
 const TRACK_GAP = 4;
+const GROUP_H = 20;
+const PIN_W = 22;               // the pin toggle at the right end of a track header
 const MIN_SPAN_US = 0.01;       // deepest zoom: 10 ns across the canvas
 const FETCH_MARGIN = 0.25;      // fetch a quarter of the view on each side
 const FETCH_DEBOUNCE_MS = 50;
@@ -27,22 +34,26 @@ const HEADER_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-ser
 const HELP_HTML = `
 <h3>Trace timeline</h3>
 <table>
-<tr><td><kbd>W</kbd> / <kbd>S</kbd></td><td>zoom in / out around the mouse (or the centre)</td></tr>
-<tr><td><kbd>A</kbd> / <kbd>D</kbd></td><td>pan left / right</td></tr>
-<tr><td><kbd>Ctrl</kbd> + wheel, pinch</td><td>zoom around the mouse</td></tr>
+<tr><td><kbd>W</kbd> / <kbd>S</kbd>, <kbd>&uarr;</kbd> / <kbd>&darr;</kbd></td><td>zoom in / out around the mouse (or the centre)</td></tr>
+<tr><td><kbd>A</kbd> / <kbd>D</kbd>, <kbd>&larr;</kbd> / <kbd>&rarr;</kbd></td><td>pan left / right (with <kbd>Shift</kbd>: further)</td></tr>
+<tr><td><kbd>Ctrl</kbd> / <kbd>&#8984;</kbd> + wheel, pinch</td><td>zoom around the mouse</td></tr>
 <tr><td>wheel</td><td>scroll the tracks up / down</td></tr>
 <tr><td><kbd>Shift</kbd> + wheel</td><td>pan left / right</td></tr>
 <tr><td>drag</td><td>pan (both directions)</td></tr>
+<tr><td><kbd>Shift</kbd> + drag</td><td>select an area: a summary of its slices, GPU busy time and a flame graph</td></tr>
 <tr><td>click</td><td>select a slice (details and flows below)</td></tr>
 <tr><td>double click</td><td>zoom to a slice</td></tr>
-<tr><td><kbd>F</kbd></td><td>zoom to the selected slice</td></tr>
+<tr><td><kbd>F</kbd></td><td>zoom to the selected slice or area</td></tr>
+<tr><td><kbd>M</kbd></td><td>drop a flag at the mouse; with two or more flags the ruler shows the time between them (click a flag on the ruler to remove it)</td></tr>
 <tr><td><kbd>0</kbd></td><td>reset zoom</td></tr>
-<tr><td><kbd>Esc</kbd></td><td>clear the selection</td></tr>
-<tr><td>click a track name</td><td>collapse / expand the track</td></tr>
+<tr><td><kbd>Esc</kbd></td><td>clear the selection and the area</td></tr>
+<tr><td>click a group or track name</td><td>collapse / expand it</td></tr>
+<tr><td>click &#9678; at a track name's right</td><td>pin the track at the top (again: unpin)</td></tr>
 <tr><td>search box</td><td><kbd>Enter</kbd> next, <kbd>Shift</kbd>+<kbd>Enter</kbd> or <kbd>&uarr;</kbd> previous, <kbd>&darr;</kbd> next</td></tr>
 </table>
-<p>Keys work while the timeline has focus (click it). Grey hatched blocks stand for several slices
-shorter than a pixel; zoom in to separate them.</p>`;
+<p>Keys work as soon as the Trace view is open (not while typing in a field). Grey hatched
+blocks stand for several slices shorter than a pixel; zoom in to separate them. Flags, pins,
+the area and the view are part of the link: sharing it restores them.</p>`;
 
 /// Element helper: h('div', {class: 'x', onclick}, child, 'text', ...).
 function h(tag, attrs, ...children) {
@@ -76,7 +87,14 @@ class Timeline {
     this.seq = 0;               // id of the latest window request
     this.requestMs = null;
     this.collapsed = new Set();
-    this.layout = [];           // per track id: {y, h, rows}
+    this.collapsedGroups = new Set();
+    this.pinned = new Set();    // track ids shown at the top
+    this.layout = [];           // per track id: {y, h, rows, pinned}; undefined for hidden tracks
+    this.groupRows = [];        // group headers of the scrolling area: {name, y, count}
+    this.pinnedH = 0;
+    this.area = null;           // {start, end, tracks: [ids]}: the area selection
+    this.flags = [];            // flag times (µs, relative)
+    this.debug = false;
     this.contentH = 0;
     this.selected = null;       // /api/timeline/event answer
     this.search = { q: '', results: [], total: 0, index: -1, ids: new Set() };
@@ -95,10 +113,13 @@ class Timeline {
     this.searchInput = h('input', { class: 'ks-tl-search', type: 'search', placeholder: 'Search slices by name',
       'aria-label': 'Search slices by name' });
     this.searchInfo = h('span', { class: 'ks-tl-searchinfo' });
-    const prev = h('button', { class: 'ks-tl-btn ks-tl-icon', title: 'Previous result (Shift+Enter)', onclick: () => this.stepResult(-1) }, '\u2039');
-    const next = h('button', { class: 'ks-tl-btn ks-tl-icon', title: 'Next result (Enter)', onclick: () => this.stepResult(1) }, '\u203a');
+    const prev = h('button', { class: 'ks-tl-btn ks-tl-searchnav', title: 'Previous match (Shift+Enter)',
+      'aria-label': 'Previous match', onclick: () => this.stepResult(-1) }, '\u25b2');
+    const next = h('button', { class: 'ks-tl-btn ks-tl-searchnav', title: 'Next match (Enter)',
+      'aria-label': 'Next match', onclick: () => this.stepResult(1) }, '\u25bc');
     const help = h('button', { class: 'ks-tl-btn ks-tl-icon', title: 'Keyboard and mouse help', onclick: () => this.toggleHelp() }, '?');
-    this.toolbar = h('div', { class: 'ks-tl-toolbar' }, reset, this.searchInput, prev, next, this.searchInfo,
+    const searchBox = h('span', { class: 'ks-tl-searchbox' }, this.searchInput, prev, next);
+    this.toolbar = h('div', { class: 'ks-tl-toolbar' }, reset, searchBox, this.searchInfo,
       h('span', { class: 'ks-tl-spacer' }), help);
 
     this.canvas = h('canvas', { class: 'ks-tl-canvas', tabindex: '0', 'aria-label': 'Trace timeline' });
@@ -108,12 +129,15 @@ class Timeline {
     this.help = h('div', { class: 'ks-tl-help', hidden: '' });
     this.help.innerHTML = HELP_HTML;
     this.help.append(h('button', { class: 'ks-tl-btn', onclick: () => this.toggleHelp(false) }, 'Close'));
-    this.stage = h('div', { class: 'ks-tl-stage' }, this.scroller, this.tooltip, this.help);
+    // The track list for keyboard and screen-reader users (the canvas draws the same names).
+    this.trackList = h('div', { class: 'ks-tl-tracklist', role: 'list', 'aria-label': 'Tracks' });
+    this.stage = h('div', { class: 'ks-tl-stage' }, this.scroller, this.tooltip, this.help, this.trackList);
     this.resultsBox = h('div', { class: 'ks-tl-results', hidden: '' });
     this.main = h('div', { class: 'ks-tl-main' }, this.stage, this.resultsBox);
     this.details = h('div', { class: 'ks-tl-details', hidden: '' });
+    this.areaBox = h('div', { class: 'ks-tl-details ks-tl-area', hidden: '' });
     this.status = h('div', { class: 'ks-tl-status' }, 'Loading tracks\u2026');
-    this.root = h('div', { class: 'ks-tl' }, this.toolbar, this.main, this.details, this.status);
+    this.root = h('div', { class: 'ks-tl' }, this.toolbar, this.main, this.areaBox, this.details, this.status);
     this.el.replaceChildren(this.root);
     this.g = this.canvas.getContext('2d');
     this.hatch = this.makeHatch();
@@ -172,12 +196,26 @@ class Timeline {
     this.meta = meta;
     this.counters = (meta.counters || []).filter((c) => Array.isArray(c.points) && c.points.length > 0);
     for (const c of this.counters) c.max = c.points.reduce((m, pt) => Math.max(m, pt[1]), 0);
+    // Series that grow with the trace (SM efficiency, memory): fetched per window.
+    // Per device (CPU first): utilization, SM efficiency, memory allocated, memory reserved.
+    const device = (n) => { const m = /^GPU (\d+)/.exec(n); return m ? Number(m[1]) : -1; };
+    const order = (n) => device(n) * 10 + (/Utilization/.test(n) ? 0 : /SM Efficiency/.test(n) ? 1 : 2);
+    for (const c of meta.windowed_counters || []) {
+      if (c.points > 0) this.counters.push({ name: c.name, unit: c.unit, max: c.max, points: [], windowed: true });
+    }
+    this.counters.sort((a, b) => order(a.name) - order(b.name) || a.name.localeCompare(b.name, 'en', { numeric: true }));
     this.trackById = new Map(meta.tracks.map((t) => [t.id, t]));
     this.canvas.dataset.tracks = String(meta.tracks.length);
     this.canvas.dataset.slices = '0';
     this.relayout();
 
     const hash = this.ctx.hash || {};
+    this.debug = hash.debug === '1';
+    for (const id of String(hash.pins || '').split(',')) {
+      if (/^\d+$/.test(id) && this.trackById.has(Number(id))) this.pinned.add(Number(id));
+    }
+    this.flags = String(hash.flags || '').split(',').filter((v) => v !== '').map(Number).filter(Number.isFinite);
+    this.relayout();
     const t0 = Number(hash.t0);
     const t1 = Number(hash.t1);
     if (hash.t0 != null && hash.t1 != null && Number.isFinite(t0) && Number.isFinite(t1) && t1 > t0) {
@@ -189,6 +227,12 @@ class Timeline {
     this.resize();
     if (hash.event != null && /^\d+$/.test(String(hash.event))) {
       this.select(Number(hash.event), { reveal: !(hash.t0 != null && hash.t1 != null) });
+    }
+    const a = String(hash.area || '').split(',').map(Number);
+    const tracks = String(hash.area_tracks || '').split(',').filter((v) => /^\d+$/.test(v)).map(Number)
+      .filter((id) => this.trackById.has(id));
+    if (a.length === 2 && a.every(Number.isFinite) && a[1] > a[0] && tracks.length) {
+      this.setArea({ start: a[0], end: a[1], tracks });
     }
   }
 
@@ -202,6 +246,7 @@ class Timeline {
     clearTimeout(this.fetchTimer);
     clearTimeout(this.hashTimer);
     clearTimeout(this.searchTimer);
+    this.areaToken = (this.areaToken || 0) + 1;
     cancelAnimationFrame(this.frame);
     for (const c of this.cleanups) c();
     this.cleanups = [];
@@ -229,21 +274,85 @@ class Timeline {
   }
 
   get plotW() { return Math.max(1, this.cssW - HEADER_W); }
-  get topH() { return RULER_H + this.counters.length * COUNTER_H; }
+  /// Bottom of the counters: the pinned tracks start here.
+  get countersBottom() { return RULER_H + this.counters.length * COUNTER_H; }
+  /// Top of the scrolling tracks (below the pinned ones).
+  get topH() { return this.countersBottom + this.pinnedH; }
+  /// Canvas y of the top of a laid-out track.
+  trackTop(l) { return l.pinned ? this.countersBottom + l.y : this.topH + l.y - this.scroller.scrollTop; }
   xOf(t) { return HEADER_W + ((t - this.view.start) / (this.view.end - this.view.start)) * this.plotW; }
   tOf(x) { return this.view.start + ((x - HEADER_W) / this.plotW) * (this.view.end - this.view.start); }
 
-  /// Lays the tracks out vertically (content coordinates, 0 = first track's top).
+  /// Lays the tracks out vertically: the pinned ones (y from the counters' bottom), then each group
+  /// (process or GPU, in order of first appearance) with its header and, unless collapsed, its
+  /// tracks (y from the top of the scrolling area).
   relayout() {
-    let y = 0;
     this.layout = [];
+    const rowsOf = (t) => (this.collapsed.has(t.id) ? 1 : Math.max(1, t.rows | 0));
+    let y = 0;
     for (const t of this.meta.tracks) {
-      const rows = this.collapsed.has(t.id) ? 1 : Math.max(1, t.rows | 0);
-      this.layout[t.id] = { y, h: rows * LANE_H, rows };
+      if (!this.pinned.has(t.id)) continue;
+      const rows = rowsOf(t);
+      this.layout[t.id] = { y, h: rows * LANE_H, rows, pinned: true };
       y += rows * LANE_H + TRACK_GAP;
     }
+    // At most half the canvas for pinned tracks.
+    this.pinnedH = y ? Math.min(y + 2, Math.max(LANE_H * 2, ((this.cssH || 600) - this.countersBottom) / 2)) : 0;
+    const groups = new Map();
+    for (const t of this.meta.tracks) {
+      const name = t.group || t.kind;
+      if (!groups.has(name)) groups.set(name, []);
+      groups.get(name).push(t);
+    }
+    y = 0;
+    this.groupRows = [];
+    for (const [name, list] of groups) {
+      const shown = list.filter((t) => !this.pinned.has(t.id));
+      if (!shown.length) continue;
+      this.groupRows.push({ name, y, count: list.length });
+      y += GROUP_H;
+      if (this.collapsedGroups.has(name)) continue;
+      for (const t of shown) {
+        const rows = rowsOf(t);
+        this.layout[t.id] = { y, h: rows * LANE_H, rows, pinned: false };
+        y += rows * LANE_H + TRACK_GAP;
+      }
+    }
     this.contentH = y;
+    this.renderTrackList();
     if (this.cssH) this.sizer.style.height = `${Math.max(this.cssH, this.topH + this.contentH + 8)}px`;
+  }
+
+  /// The accessible track list: counters, pinned tracks, then each group with its tracks; buttons
+  /// collapse a group or pin a track like clicks on the canvas do.
+  renderTrackList() {
+    const items = [];
+    const toggleGroup = (name) => {
+      if (!this.collapsedGroups.delete(name)) this.collapsedGroups.add(name);
+      this.relayout();
+      this.draw();
+    };
+    const togglePin = (id) => {
+      if (!this.pinned.delete(id)) this.pinned.add(id);
+      this.relayout();
+      this.draw();
+      this.scheduleHash();
+    };
+    const track = (t) => h('div', { role: 'listitem', class: 'ks-tl-li-track', 'data-track': String(t.id) },
+      h('span', { class: 'ks-tl-li-name' }, t.name),
+      h('button', { class: 'ks-tl-li-pin', onclick: () => togglePin(t.id) }, this.pinned.has(t.id) ? `Unpin ${t.name}` : `Pin ${t.name}`));
+    for (const c of this.counters || []) items.push(h('div', { role: 'listitem', class: 'ks-tl-li-counter' }, c.name));
+    const pinned = this.meta.tracks.filter((t) => this.pinned.has(t.id));
+    if (pinned.length) items.push(h('div', { role: 'listitem', class: 'ks-tl-li-group', 'data-group': 'Pinned' }, 'Pinned'), ...pinned.map(track));
+    for (const gr of this.groupRows) {
+      const open = !this.collapsedGroups.has(gr.name);
+      items.push(h('div', { role: 'listitem', class: 'ks-tl-li-group', 'data-group': gr.name },
+        h('span', { class: 'ks-tl-li-name' }, gr.name),
+        h('button', { class: 'ks-tl-li-toggle', 'aria-expanded': String(open), onclick: () => toggleGroup(gr.name) },
+          `${open ? 'Collapse' : 'Expand'} ${gr.name}`)));
+      if (open) for (const t of this.meta.tracks) if ((t.group || t.kind) === gr.name && !this.pinned.has(t.id)) items.push(track(t));
+    }
+    this.trackList.replaceChildren(...items);
   }
 
   /// Canvas y (CSS px) of the top of `row` in track `track`, or null for an unknown track.
@@ -251,7 +360,7 @@ class Timeline {
     const l = this.layout[track];
     if (!l) return null;
     const r = row < l.rows ? row : 0;
-    return this.topH + l.y + r * LANE_H - this.scroller.scrollTop;
+    return this.trackTop(l) + r * LANE_H;
   }
 
   resize() {
@@ -287,8 +396,11 @@ class Timeline {
     const id = ++this.seq;
     const t = performance.now();
     let win;
+    let counters = null;
     try {
-      win = await this.ctx.api('timeline', { start: fmtParam(start), end: fmtParam(end), px });
+      const range = { start: fmtParam(start), end: fmtParam(end), px };
+      [win, counters] = await Promise.all([this.ctx.api('timeline', range),
+        this.counters.some((c) => c.windowed) ? this.ctx.api('timeline/counters', range) : null]);
     } catch (err) {
       if (id === this.seq && this.alive) this.setStatusError(`Window request failed: ${err.message}`);
       return;
@@ -297,6 +409,10 @@ class Timeline {
     this.requestMs = performance.now() - t;
     this.error = null;
     this.win = prepareWindow(win);
+    if (counters && Array.isArray(counters.counters)) {
+      const byName = new Map(counters.counters.map((c) => [c.name, c.points]));
+      for (const c of this.counters) if (c.windowed) c.points = byName.get(c.name) || [];
+    }
     this.draw();
   }
 
@@ -357,7 +473,15 @@ class Timeline {
   /// Scrolls vertically so that the lane of event `e` is visible.
   scrollToLane(e) {
     const l = this.layout[e.track];
-    if (l) {
+    if (!l) {
+      // A track of a collapsed group: open the group.
+      const t = this.trackById.get(e.track);
+      if (t && this.collapsedGroups.delete(t.group || t.kind)) {
+        this.relayout();
+        return this.scrollToLane(e);
+      }
+    }
+    if (l && !l.pinned) {
       const r = e.row < l.rows ? e.row : 0;
       const y = l.y + r * LANE_H;
       const visible = this.cssH - this.topH;
@@ -385,7 +509,11 @@ class Timeline {
     this.hashTimer = setTimeout(() => {
       if (!this.alive || !this.ctx.setHash) return;
       this.ctx.setHash({ t0: fmtParam(this.view.start), t1: fmtParam(this.view.end),
-        event: this.selected ? String(this.selected.id) : undefined });
+        event: this.selected ? String(this.selected.id) : undefined,
+        pins: this.pinned.size ? [...this.pinned].join(',') : undefined,
+        flags: this.flags.length ? this.flags.map(fmtParam).join(',') : undefined,
+        area: this.area ? `${fmtParam(this.area.start)},${fmtParam(this.area.end)}` : undefined,
+        area_tracks: this.area ? this.area.tracks.join(',') : undefined });
     }, HASH_DEBOUNCE_MS);
   }
 
@@ -407,23 +535,39 @@ class Timeline {
     g.fillStyle = '#ffffff';
     g.fillRect(0, 0, this.cssW, this.cssH);
 
-    const top = this.topH;
-    // Tracks area, clipped below the ruler and counters.
+    // Two passes: the scrolling tracks below the pinned ones, then the pinned tracks.
+    let drawn = 0;
+    for (const pinned of [false, true]) {
+      const top = pinned ? this.countersBottom : this.topH;
+      const bottom = pinned ? this.topH : this.cssH;
+      if (bottom <= top) continue;
+      g.save();
+      g.beginPath();
+      g.rect(0, top, this.cssW, bottom - top);
+      g.clip();
+      this.drawTrackBackgrounds(pinned);
+      this.drawGrid(top, bottom);
+      g.save();
+      g.beginPath();
+      g.rect(HEADER_W, top, this.plotW, bottom - top);
+      g.clip();
+      drawn += this.drawSlices(pinned, top, bottom);
+      this.drawHighlights(pinned);
+      g.restore();
+      this.drawTrackHeaders(pinned);
+      g.restore();
+    }
+    if (this.pinnedH) {
+      g.fillStyle = '#9aa0a6';
+      g.fillRect(0, this.topH - 1, this.cssW, 1);
+    }
     g.save();
     g.beginPath();
-    g.rect(0, top, this.cssW, this.cssH - top);
+    g.rect(HEADER_W, this.countersBottom, this.plotW, this.cssH - this.countersBottom);
     g.clip();
-    this.drawTrackBackgrounds(top);
-    this.drawGrid(top);
-    g.save();
-    g.beginPath();
-    g.rect(HEADER_W, top, this.plotW, this.cssH - top);
-    g.clip();
-    const drawn = this.drawSlices();
-    this.drawHighlights();
     this.drawFlows();
-    g.restore();
-    this.drawTrackHeaders(top);
+    this.drawArea();
+    this.drawFlags(this.countersBottom);
     g.restore();
 
     this.drawCounters();
@@ -433,14 +577,14 @@ class Timeline {
     this.updateStatus();
   }
 
-  drawTrackBackgrounds(top) {
+  drawTrackBackgrounds(pinned) {
     const g = this.g;
-    const st = this.scroller.scrollTop;
     let i = 0;
     for (const t of this.meta.tracks) {
       const l = this.layout[t.id];
-      const y = top + l.y - st;
-      if (y + l.h >= top && y <= this.cssH) {
+      if (!l || l.pinned !== pinned) continue;
+      const y = this.trackTop(l);
+      if (y + l.h >= 0 && y <= this.cssH) {
         g.fillStyle = i % 2 ? '#fafbfc' : '#ffffff';
         g.fillRect(HEADER_W, y, this.plotW, l.h);
         g.fillStyle = '#e6e8eb';
@@ -450,26 +594,24 @@ class Timeline {
     }
   }
 
-  drawGrid(top) {
+  drawGrid(top, bottom) {
     const g = this.g;
     const { step } = niceStep(this.view.end - this.view.start, this.plotW / 110);
     g.fillStyle = '#eef0f2';
     const first = Math.ceil(this.view.start / step) * step;
     for (let t = first; t <= this.view.end; t += step) {
       const x = Math.round(this.xOf(t)) + 0.5;
-      g.fillRect(x - 0.5, top, 1, this.cssH - top);
+      g.fillRect(x - 0.5, top, 1, bottom - top);
     }
   }
 
   /// Draws the window's slices batched by fill color; returns the number drawn.
-  drawSlices() {
+  drawSlices(pinned, top, bottom) {
     const win = this.win;
     if (!win) return 0;
     const g = this.g;
     const S = win.slices;
     const n = S.ts.length;
-    const st = this.scroller.scrollTop;
-    const top = this.topH;
     const scale = this.plotW / (this.view.end - this.view.start);
     const x0 = HEADER_W;
     const xMax = this.cssW;
@@ -480,11 +622,11 @@ class Timeline {
     let drawn = 0;
     for (let i = 0; i < n; i++) {
       const l = this.layout[S.track[i]];
-      if (!l) continue;
+      if (!l || l.pinned !== pinned) continue;
       const row = S.row[i];
       if (row >= l.rows) continue;  // collapsed track: only its first lane
-      const y = top + l.y + row * LANE_H - st;
-      if (y + LANE_H < top || y > this.cssH) continue;
+      const y = this.trackTop(l) + row * LANE_H;
+      if (y + LANE_H < top || y > bottom) continue;
       let xa = x0 + (S.ts[i] - this.view.start) * scale;
       let xb = xa + S.dur[i] * scale;
       if (xb < x0 || xa > xMax) continue;
@@ -528,9 +670,11 @@ class Timeline {
   }
 
   /// Outlines the selected slice and the current search results.
-  drawHighlights() {
+  drawHighlights(pinned) {
     const g = this.g;
     const outline = (e, color, width) => {
+      const l = this.layout[e.track];
+      if (!l || l.pinned !== pinned) return;
       const y = this.laneY(e.track, e.row);
       if (y == null) return;
       const xa = this.xOf(e.ts);
@@ -552,15 +696,15 @@ class Timeline {
 
   /// Flow arrows between the selected slice and its related events.
   drawFlows() {
-    const sel = this.selected;
-    if (!sel || !Array.isArray(sel.flows) || !sel.flows.length) return;
+    const top = this.selected;
+    if (!top || !Array.isArray(top.flows) || !top.flows.length) return;
     const g = this.g;
-    const sy = this.laneY(sel.track, sel.row);
-    if (sy == null) return;
     g.lineWidth = 1.5;
-    for (const f of sel.flows) {
+    for (const f of top.flows) {
+      const sel = f.from || top;  // subtree flows start at a slice inside the selected one
+      const sy = this.laneY(sel.track, sel.row);
       const fy = this.laneY(f.track, f.row);
-      if (fy == null) continue;
+      if (fy == null || sy == null) continue;
       const incoming = f.relation === 'launched by' || f.relation === 'forward';
       const [ax, ay, bx, by] = incoming
         ? [this.xOf(f.ts), fy + LANE_H / 2, this.xOf(sel.ts), sy + LANE_H / 2]
@@ -583,9 +727,9 @@ class Timeline {
     }
   }
 
-  drawTrackHeaders(top) {
+  drawTrackHeaders(pinned) {
     const g = this.g;
-    const st = this.scroller.scrollTop;
+    const top = pinned ? this.countersBottom : this.topH;
     g.fillStyle = '#f4f5f7';
     g.fillRect(0, top, HEADER_W, this.cssH - top);
     g.fillStyle = '#d5d8dc';
@@ -593,9 +737,29 @@ class Timeline {
     g.font = HEADER_FONT;
     g.textBaseline = 'middle';
     const charW = g.measureText('abcdefghijklmnopqrstuvwxyz').width / 26;
+    if (!pinned) {
+      // Group headers: a band across the whole width.
+      for (const gr of this.groupRows) {
+        const y = this.topH + gr.y - this.scroller.scrollTop;
+        if (y + GROUP_H < top || y > this.cssH) continue;
+        g.fillStyle = '#e8eaed';
+        g.fillRect(0, y, this.cssW, GROUP_H - 1);
+        g.fillStyle = '#3c4043';
+        const open = !this.collapsedGroups.has(gr.name);
+        g.font = `600 ${HEADER_FONT}`;
+        const label = `${open ? '\u25be' : '\u25b8'} ${gr.name}`;
+        g.fillText(fitText(g, label, this.cssW - 140, charW), 6, y + GROUP_H / 2);
+        g.font = FONT;
+        g.fillStyle = '#5f6368';
+        const note = `${gr.count} track${gr.count === 1 ? '' : 's'}`;
+        g.fillText(note, this.cssW - g.measureText(note).width - 10, y + GROUP_H / 2);
+        g.font = HEADER_FONT;
+      }
+    }
     for (const t of this.meta.tracks) {
       const l = this.layout[t.id];
-      const y = top + l.y - st;
+      if (!l || l.pinned !== pinned) continue;
+      const y = this.trackTop(l);
       if (y + l.h < top || y > this.cssH) continue;
       const collapsible = (t.rows | 0) > 1;
       const collapsed = this.collapsed.has(t.id);
@@ -604,8 +768,10 @@ class Timeline {
       g.fillStyle = '#5f6368';
       if (collapsible) g.fillText(collapsed ? '\u25b8' : '\u25be', 8, y + LANE_H / 2);
       g.fillStyle = '#202124';
-      const name = fitText(g, t.name, HEADER_W - 30, charW);
+      const name = fitText(g, t.name, HEADER_W - 26 - PIN_W, charW);
       g.fillText(name, 22, y + LANE_H / 2);
+      g.fillStyle = pinned ? '#1a57d6' : '#b0b4b9';
+      g.fillText(pinned ? '\u25c9' : '\u25ce', HEADER_W - PIN_W + 4, y + LANE_H / 2);
       if (l.h >= 2 * LANE_H) {
         g.fillStyle = '#80868b';
         g.font = FONT;
@@ -630,7 +796,9 @@ class Timeline {
       g.fillStyle = '#202124';
       g.fillText(fitText(g, c.name, HEADER_W - 16, 6), 10, y + COUNTER_H / 2);
       const pts = c.points;
-      const full = c.max <= 1 ? 1 : c.max <= 100 ? 100 : c.max;
+      if (!pts.length) return;
+      const full = c.unit === 'bytes' ? Math.max(1, c.max) : c.max <= 1 ? 1 : c.max <= 100 ? 100 : c.max;
+      const memory = c.unit === 'bytes';
       const base = y + COUNTER_H - 2;
       const hgt = COUNTER_H - 5;
       g.save();
@@ -653,9 +821,9 @@ class Timeline {
       g.lineTo(this.cssW, lastY);
       g.lineTo(this.cssW, base);
       g.closePath();
-      g.fillStyle = 'rgba(46,125,50,0.35)';
+      g.fillStyle = memory ? 'rgba(26,87,214,0.25)' : 'rgba(46,125,50,0.35)';
       g.fill();
-      g.strokeStyle = '#2e7d32';
+      g.strokeStyle = memory ? '#1a57d6' : '#2e7d32';
       g.lineWidth = 1;
       g.stroke();
       g.restore();
@@ -689,22 +857,80 @@ class Timeline {
       g.fillStyle = '#3c4043';
       g.fillText(formatTime(Math.abs(t) < step / 1e6 ? 0 : t, unit, decimals), x + 3, RULER_H / 2 - 1);
     }
+    // Flags: a marker on the ruler each; between neighbours, the time between them.
+    const flags = [...this.flags].sort((a, b) => a - b);
+    for (let k = 0; k < flags.length; k++) {
+      const x = this.xOf(flags[k]);
+      if (k > 0) {
+        const xa = this.xOf(flags[k - 1]);
+        const text = `\u0394 ${formatDuration(flags[k] - flags[k - 1])}`;
+        const tw = g.measureText(text).width;
+        if (x - xa > tw + 16) {
+          g.fillStyle = 'rgba(232,113,10,0.15)';
+          g.fillRect(xa, 2, x - xa, RULER_H - 4);
+          g.fillStyle = '#a04800';
+          g.fillText(text, (xa + x) / 2 - tw / 2, RULER_H / 2);
+        }
+      }
+      g.fillStyle = '#e8710a';
+      g.beginPath();
+      g.moveTo(x - 5, 0);
+      g.lineTo(x + 5, 0);
+      g.lineTo(x, 9);
+      g.closePath();
+      g.fill();
+    }
     g.restore();
+  }
+
+  /// Vertical lines of the flags across the tracks.
+  drawFlags(top) {
+    const g = this.g;
+    g.fillStyle = 'rgba(232,113,10,0.8)';
+    for (const f of this.flags) {
+      const x = Math.round(this.xOf(f)) + 0.5;
+      g.fillRect(x - 0.5, top, 1, this.cssH - top);
+    }
+  }
+
+  /// The area selection: its time range shaded on its tracks, edges across the whole height.
+  drawArea() {
+    const a = this.area;
+    if (!a) return;
+    const g = this.g;
+    const xa = this.xOf(a.start);
+    const xb = this.xOf(a.end);
+    g.fillStyle = 'rgba(26,87,214,0.14)';
+    for (const id of a.tracks) {
+      const l = this.layout[id];
+      if (!l) continue;
+      g.fillRect(xa, this.trackTop(l), xb - xa, l.h);
+    }
+    g.fillStyle = '#1a57d6';
+    g.fillRect(Math.round(xa), this.countersBottom, 1, this.cssH);
+    g.fillRect(Math.round(xb), this.countersBottom, 1, this.cssH);
   }
 
   updateStatus() {
     if (!this.meta) return;
     const v = this.view;
     const parts = [
-      `Window ${formatTime(v.start)} \u2013 ${formatTime(v.end)} (${formatDuration(v.end - v.start)})`,
-      `${(this.drawnSlices || 0).toLocaleString('en-US')} slices drawn`,
+      `Showing ${formatTime(Math.max(0, v.start))} \u2013 ${formatTime(Math.min(this.meta.duration, v.end))} of ${formatDuration(this.meta.duration)}`,
+      `${(this.drawnSlices || 0).toLocaleString('en-US')} slices on screen`,
       `${this.meta.tracks.length} tracks`,
     ];
     if (this.win) {
-      parts.push(`merge ${formatDuration(this.win.merge_us)}`);
-      if (this.win.truncated) parts.push('truncated: zoom in for every slice');
+      if (this.win.slices.count.some((c) => c > 1)) parts.push('grey blocks group slices too short to draw: zoom in to see each one');
+      if (this.win.truncated) parts.push('too many slices to show here: zoom in to see them all');
     }
-    if (this.requestMs != null) parts.push(`request ${this.requestMs.toFixed(0)} ms`);
+    if (this.flags.length === 1) parts.push(`1 flag at ${formatTime(this.flags[0])}`);
+    if (this.flags.length > 1) {
+      const f = [...this.flags].sort((a, b) => a - b);
+      parts.push(`${f.length} flags, first to last ${formatDuration(f[f.length - 1] - f[0])}`);
+    }
+    if (this.area) parts.push(`area: ${formatDuration(this.area.end - this.area.start)} on ${this.area.tracks.length} track${this.area.tracks.length === 1 ? '' : 's'}`);
+    if (this.debug && this.win) parts.push(`merge ${formatDuration(this.win.merge_us)}`);
+    if (this.debug && this.requestMs != null) parts.push(`request ${this.requestMs.toFixed(0)} ms`);
     if (this.error) parts.push(this.error);
     this.status.textContent = parts.join('  \u00b7  ');
     this.status.classList.toggle('ks-tl-status-error', !!this.error);
@@ -714,13 +940,37 @@ class Timeline {
 
   /// The track and row at canvas y, or null.
   laneAt(y) {
-    if (y < this.topH) return null;
-    const cy = y - this.topH + this.scroller.scrollTop;
+    if (y < this.countersBottom) return null;
+    const pinned = y < this.topH;
+    const cy = pinned ? y - this.countersBottom : y - this.topH + this.scroller.scrollTop;
     for (const t of this.meta.tracks) {
       const l = this.layout[t.id];
+      if (!l || l.pinned !== pinned) continue;
       if (cy >= l.y && cy < l.y + l.h) return { track: t.id, row: Math.floor((cy - l.y) / LANE_H) };
     }
     return null;
+  }
+
+  /// The group header at canvas y, or null.
+  groupAt(y) {
+    if (y < this.topH) return null;
+    const cy = y - this.topH + this.scroller.scrollTop;
+    return this.groupRows.find((gr) => cy >= gr.y && cy < gr.y + GROUP_H) || null;
+  }
+
+  /// Ids of the tracks whose lanes meet canvas rows [ya, yb].
+  tracksBetween(ya, yb) {
+    const lo = Math.min(ya, yb);
+    const hi = Math.max(ya, yb);
+    const out = [];
+    for (const t of this.meta.tracks) {
+      const l = this.layout[t.id];
+      if (!l) continue;
+      const y = this.trackTop(l);
+      if (!l.pinned && y + l.h < this.topH) continue;  // scrolled under the pinned tracks
+      if (y <= hi && y + l.h >= lo) out.push(t.id);
+    }
+    return out;
   }
 
   /// Index in the current window of the slice under (x, y), or -1.
@@ -761,7 +1011,13 @@ class Timeline {
     this.listen(window, 'mouseup', (e) => this.onMouseUp(e));
     this.listen(c, 'mouseleave', () => { this.mouse = null; this.hideTooltip(); });
     this.listen(c, 'dblclick', (e) => this.onDoubleClick(e));
-    this.listen(c, 'keydown', (e) => this.onKey(e));
+    // Keys work without clicking the canvas first: listen on the window, skip typing in fields.
+    this.listen(window, 'keydown', (e) => {
+      const t = e.target;
+      if (e.defaultPrevented || !this.root.isConnected || document.querySelector('[role="dialog"]')) return;  // a modal is open
+      if (t && t !== this.canvas && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(t.tagName))) return;
+      this.onKey(e);
+    });
     this.listen(this.searchInput, 'keydown', (e) => this.onSearchKey(e));
     this.listen(this.searchInput, 'input', () => {
       clearTimeout(this.searchTimer);
@@ -793,8 +1049,19 @@ class Timeline {
     if (e.button !== 0) return;
     const p = this.canvasPoint(e);
     this.canvas.focus({ preventScroll: true });
+    if (p.y < RULER_H && p.x >= HEADER_W) {
+      // A click on a flag's marker removes it.
+      const k = this.flags.findIndex((f) => Math.abs(this.xOf(f) - p.x) <= 6);
+      if (k >= 0) {
+        this.flags.splice(k, 1);
+        this.scheduleHash();
+        this.draw();
+        e.preventDefault();
+        return;
+      }
+    }
     this.drag = { x: p.x, y: p.y, startX: p.x, startY: p.y, view: { ...this.view },
-      scrollTop: this.scroller.scrollTop, moved: false };
+      scrollTop: this.scroller.scrollTop, moved: false, select: e.shiftKey && p.x >= HEADER_W };
     e.preventDefault();
   }
 
@@ -809,6 +1076,13 @@ class Timeline {
       if (!d.moved && Math.abs(dx) + Math.abs(dy) > 3) {
         d.moved = true;
         this.canvas.classList.add('ks-tl-dragging');
+      }
+      if (d.moved && d.select) {
+        const ta = this.tOf(Math.max(HEADER_W, d.startX));
+        const tb = this.tOf(Math.max(HEADER_W, Math.min(this.cssW, p.x)));
+        this.area = { start: Math.min(ta, tb), end: Math.max(ta, tb), tracks: this.tracksBetween(d.startY, p.y), pending: true };
+        this.requestDraw();
+        return;
       }
       if (d.moved) {
         const span = d.view.end - d.view.start;
@@ -828,11 +1102,30 @@ class Timeline {
     if (!d) return;
     this.drag = null;
     this.canvas.classList.remove('ks-tl-dragging');
+    if (d.moved && d.select) {
+      if (this.area && this.area.tracks.length && this.area.end > this.area.start) this.setArea(this.area);
+      else this.clearArea();
+      return;
+    }
     if (d.moved) return;
     const p = this.canvasPoint(e);
+    const group = this.groupAt(p.y);
+    if (group) {
+      if (!this.collapsedGroups.delete(group.name)) this.collapsedGroups.add(group.name);
+      this.relayout();
+      this.draw();
+      return;
+    }
     if (p.x < HEADER_W) {
       const lane = this.laneAt(p.y);
       const t = lane && this.trackById.get(lane.track);
+      if (t && lane.row === 0 && p.x >= HEADER_W - PIN_W) {
+        if (!this.pinned.delete(t.id)) this.pinned.add(t.id);
+        this.relayout();
+        this.draw();
+        this.scheduleHash();
+        return;
+      }
       if (t && (t.rows | 0) > 1) {
         if (this.collapsed.has(t.id)) this.collapsed.delete(t.id);
         else this.collapsed.add(t.id);
@@ -863,16 +1156,23 @@ class Timeline {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const x = this.mouse ? this.mouse.x : null;
     switch (e.key) {
-      case 'w': case 'W': this.zoomAt(e.shiftKey ? 0.5 : 0.8, x); break;
-      case 's': case 'S': this.zoomAt(e.shiftKey ? 2 : 1.25, x); break;
-      case 'a': case 'A': this.panBy(e.shiftKey ? -0.5 : -0.15); break;
-      case 'd': case 'D': this.panBy(e.shiftKey ? 0.5 : 0.15); break;
-      case 'f': case 'F': if (this.selected) this.zoomTo(this.selected.ts, this.selected.dur); break;
+      case 'w': case 'W': case 'ArrowUp': this.zoomAt(e.shiftKey ? 0.5 : 0.8, x); break;
+      case 's': case 'S': case 'ArrowDown': this.zoomAt(e.shiftKey ? 2 : 1.25, x); break;
+      case 'a': case 'A': case 'ArrowLeft': this.panBy(e.shiftKey ? -0.5 : -0.15); break;
+      case 'd': case 'D': case 'ArrowRight': this.panBy(e.shiftKey ? 0.5 : 0.15); break;
+      case 'f': case 'F':
+        if (this.selected) this.zoomTo(this.selected.ts, this.selected.dur);
+        else if (this.area) this.zoomTo(this.area.start, this.area.end - this.area.start);
+        break;
+      case 'm': case 'M': this.addFlag(x != null && x >= HEADER_W ? this.tOf(x) : (this.view.start + this.view.end) / 2); break;
       case '0': this.resetZoom(); break;
       case '?': this.toggleHelp(); break;
       case 'Escape':
         if (!this.help.hidden) this.toggleHelp(false);
-        else this.clearSelection();
+        else {
+          this.clearSelection();
+          this.clearArea();
+        }
         break;
       default: return;
     }
@@ -920,14 +1220,14 @@ class Timeline {
 
   /// The counter value under (x, y): the last point at or before the mouse's time.
   counterAt(x, y) {
-    if (x < HEADER_W || y < RULER_H || y >= this.topH) return null;
+    if (x < HEADER_W || y < RULER_H || y >= this.countersBottom) return null;
     const c = this.counters[Math.floor((y - RULER_H) / COUNTER_H)];
     if (!c) return null;
     const t = this.tOf(x);
     const pts = c.points;
     let lo = 0;
     let hi = pts.length - 1;
-    if (t < pts[0][0]) return null;
+    if (!pts.length || t < pts[0][0]) return null;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
       if (pts[mid][0] <= t) lo = mid;
@@ -935,7 +1235,8 @@ class Timeline {
     }
     const v = pts[lo][1];
     const fraction = /utilization|efficiency|occupancy/i.test(c.name) && c.max <= 1;
-    return { name: c.name, t: pts[lo][0], value: fraction ? `${(v * 100).toFixed(1)} %` : String(v) };
+    const value = c.unit === 'bytes' ? formatBytes(v) : fraction ? `${(v * 100).toFixed(1)} %` : String(v);
+    return { name: c.name, t: pts[lo][0], value };
   }
 
   hideTooltip() {
@@ -948,7 +1249,7 @@ class Timeline {
     const token = (this.selectToken = (this.selectToken || 0) + 1);
     let ev;
     try {
-      ev = await this.ctx.api('timeline/event', { id });
+      ev = await this.ctx.api('timeline/event', this.allFlows ? { id, subtree: 1 } : { id });
     } catch (err) {
       if (token === this.selectToken && this.alive) this.setStatusError(`Event ${id}: ${err.message}`);
       return;
@@ -990,14 +1291,22 @@ class Timeline {
         ? h('pre', null, v.split(';').join('\n')) : text;
       args.append(kv(k, cell));
     }
-    const flowsBox = h('div', { class: 'ks-tl-flows' });
+    const allFlows = h('input', { type: 'checkbox', class: 'ks-tl-allflows' });
+    allFlows.checked = !!this.allFlows;
+    allFlows.addEventListener('change', () => {
+      this.allFlows = allFlows.checked;
+      this.select(e.id, { reveal: false });
+    });
+    const flowsBox = h('div', { class: 'ks-tl-flows' },
+      h('label', { class: 'ks-tl-muted', title: 'Also the flows of every slice inside this one on its track' }, allFlows,
+        ' Show all flows of its subtree'));
     const flows = Array.isArray(e.flows) ? e.flows : [];
     if (flows.length) {
       const list = h('table', { class: 'ks-tl-flowlist' },
         h('tr', null, h('th', null, 'Relation'), h('th', null, 'Name'), h('th', null, 'Start'), h('th', null, 'Duration')));
       for (const f of flows) {
         const row = h('tr', { class: 'ks-tl-link', title: 'Select and show this event', tabindex: '0' },
-          h('td', null, f.relation), h('td', null, f.name), h('td', { class: 'num' }, formatTime(f.ts)),
+          h('td', null, f.from && f.from.id !== e.id ? `${f.from.name}: ${f.relation}` : f.relation), h('td', null, f.name), h('td', { class: 'num' }, formatTime(f.ts)),
           h('td', { class: 'num' }, formatDuration(f.dur)));
         const go = () => {
           this.revealPair(e, f);
@@ -1007,7 +1316,7 @@ class Timeline {
         row.addEventListener('keydown', (k) => { if (k.key === 'Enter') go(); });
         list.append(row);
       }
-      flowsBox.append(h('div', { class: 'ks-tl-subtitle' }, `Flows (${flows.length})`), list);
+      flowsBox.append(h('div', { class: 'ks-tl-subtitle' }, `Flows (${flows.length}${e.flows_truncated ? ', the first 1000' : ''})`), list);
     }
     const close = h('button', { class: 'ks-tl-btn ks-tl-close', title: 'Clear the selection (Esc)',
       onclick: () => this.clearSelection() }, '\u00d7');
@@ -1018,6 +1327,116 @@ class Timeline {
         h('div', null, h('div', { class: 'ks-tl-subtitle' }, `Args (${entries.length})`),
           entries.length ? args : h('div', { class: 'ks-tl-muted' }, 'none'))));
     this.details.hidden = false;
+  }
+
+  // ---- flags and area selection ---------------------------------------------------------------
+
+  addFlag(t) {
+    this.flags.push(t);
+    this.scheduleHash();
+    this.draw();
+  }
+
+  /// Selects an area and asks the server for its summary (exact, from every slice).
+  async setArea(area) {
+    this.area = { start: area.start, end: area.end, tracks: [...area.tracks] };
+    this.scheduleHash();
+    this.draw();
+    const token = (this.areaToken = (this.areaToken || 0) + 1);
+    this.areaBox.hidden = false;
+    this.areaBox.replaceChildren(h('div', { class: 'ks-tl-muted' }, 'Summarising the area\u2026'));
+    let sum;
+    try {
+      sum = await this.ctx.api('timeline/summary', { start: fmtParam(this.area.start), end: fmtParam(this.area.end),
+        tracks: this.area.tracks.join(',') });
+    } catch (err) {
+      if (token === this.areaToken && this.alive) this.areaBox.replaceChildren(h('div', { class: 'ks-tl-muted' }, `Could not summarise the area: ${err.message}`));
+      return;
+    }
+    if (token !== this.areaToken || !this.alive) return;
+    this.renderArea(sum);
+  }
+
+  clearArea() {
+    if (!this.area) return;
+    this.areaToken = (this.areaToken || 0) + 1;
+    this.area = null;
+    this.areaBox.hidden = true;
+    this.areaBox.replaceChildren();
+    this.scheduleHash();
+    this.draw();
+  }
+
+  renderArea(sum) {
+    const range = sum.end - sum.start;
+    const names = this.area.tracks.map((id) => (this.trackById.get(id) || {}).name).filter(Boolean);
+    const close = h('button', { class: 'ks-tl-btn ks-tl-close', title: 'Clear the area (Esc)', onclick: () => this.clearArea() }, '\u00d7');
+    const title = `Area: ${formatTime(sum.start)} \u2013 ${formatTime(sum.end)} (${formatDuration(range)}) on ${names.length} track${names.length === 1 ? '' : 's'}`;
+    const head = h('div', { class: 'ks-tl-details-head' }, h('span', { class: 'ks-tl-title' }, title), close);
+    const tracksLine = h('div', { class: 'ks-tl-muted ks-tl-area-tracks', title: names.join('\n') }, names.join(' \u00b7 '));
+    const gpus = h('div', { class: 'ks-tl-area-gpus' });
+    for (const gp of sum.gpus || []) {
+      gpus.append(h('div', { class: 'ks-tl-gpu', 'data-device': String(gp.device) },
+        h('b', null, `GPU ${gp.device}`), ` busy ${formatDuration(gp.busy)} (${gp.busy_percent.toFixed(1)} %) \u00b7 idle ${formatDuration(gp.idle)}`,
+        h('span', { class: 'ks-tl-gpubar' }, h('span', { style: `width:${Math.max(0, Math.min(100, gp.busy_percent)).toFixed(2)}%` }))));
+    }
+    const table = h('table', { class: 'ks-tl-flowlist ks-tl-summary' },
+      h('tr', null, ...['Name', 'Count', 'Total', 'Self', 'Avg', 'Min', 'Max', '% of area'].map((c) => h('th', null, c))));
+    const rows = (sum.rows || []).slice(0, 200);
+    for (const r of rows) {
+      table.append(h('tr', { 'data-name': r.name },
+        h('td', { title: r.name }, r.name), h('td', { class: 'num' }, r.count.toLocaleString('en-US')),
+        h('td', { class: 'num' }, formatDuration(r.total)), h('td', { class: 'num' }, formatDuration(r.self)),
+        h('td', { class: 'num' }, formatDuration(r.avg)), h('td', { class: 'num' }, formatDuration(r.min)),
+        h('td', { class: 'num' }, formatDuration(r.max)), h('td', { class: 'num' }, `${r.percent.toFixed(1)} %`)));
+    }
+    const more = sum.names > rows.length ? h('div', { class: 'ks-tl-muted' }, `${rows.length} of ${sum.names} names (the longest in total)`) : null;
+    const left = h('div', null, h('div', { class: 'ks-tl-subtitle' }, `Slices by name (${sum.slices.toLocaleString('en-US')} slices; times inside the area)`),
+      table, more);
+    const right = h('div', null, h('div', { class: 'ks-tl-subtitle' }, 'GPU'),
+      (sum.gpus || []).length ? gpus : h('div', { class: 'ks-tl-muted' }, 'no GPU track in the area'),
+      h('div', { class: 'ks-tl-subtitle' }, 'Flame graph'), this.flameGraph(sum.flame));
+    this.areaBox.replaceChildren(head, tracksLine, h('div', { class: 'ks-tl-details-body' }, left, right));
+    this.areaBox.hidden = false;
+    this.areaBox.dataset.slices = String(sum.slices);
+  }
+
+  /// An icicle of the area's call paths (roots on top, widths proportional to time inside the area).
+  flameGraph(f) {
+    const box = h('div', { class: 'ks-tl-flame' });
+    if (!f || !Array.isArray(f.parent) || !f.parent.length) {
+      box.append(h('div', { class: 'ks-tl-muted' }, 'no slices'));
+      return box;
+    }
+    const n = f.parent.length;
+    const kids = Array.from({ length: n }, () => []);
+    const roots = [];
+    for (let i = 0; i < n; i++) (f.parent[i] < 0 ? roots : kids[f.parent[i]]).push(i);
+    const byTotal = (a, b) => f.total[b] - f.total[a];
+    const sumRoots = roots.reduce((acc, i) => acc + f.total[i], 0) || 1;
+    const W = 100;  // percent
+    const ROW = 18;
+    let depthMax = 0;
+    const place = (list, x0, depth) => {
+      let x = x0;
+      for (const i of list.sort(byTotal)) {
+        const w = (f.total[i] / sumRoots) * W;
+        if (w < 0.15 || depth > 40) break;
+        depthMax = Math.max(depthMax, depth);
+        const name = f.names[f.name[i]];
+        const cell = h('div', { class: 'ks-tl-flame-cell',
+          style: `left:${x}%;width:${w}%;top:${depth * ROW}px;background:${sliceColor.palette[sliceColor(name)]}`,
+          title: `${name}\ntotal ${formatDuration(f.total[i])} \u00b7 self ${formatDuration(f.self[i])} \u00b7 ${f.count[i]} slice${f.count[i] === 1 ? '' : 's'}` },
+        w > 3 ? name : '');
+        box.append(cell);
+        place(kids[i], x, depth + 1);
+        x += w;
+      }
+    };
+    place(roots, 0, 0);
+    box.style.height = `${(depthMax + 1) * ROW + 2}px`;
+    if (!f.truncated) return box;
+    return h('div', null, box, h('div', { class: 'ks-tl-muted' }, 'large area: the flame graph shows its first 20 000 call paths'));
   }
 
   // ---- search ----------------------------------------------------------------------------------
@@ -1150,6 +1569,18 @@ function fitText(g, text, maxW, charW) {
     n = Math.floor(n * 0.85);
   }
   return '';
+}
+
+/// Bytes in the nicest binary unit: 512 B, 3.5 KiB, 1.25 GiB.
+function formatBytes(b) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = b;
+  let k = 0;
+  while (Math.abs(v) >= 1024 && k < units.length - 1) {
+    v /= 1024;
+    k++;
+  }
+  return `${k ? v.toFixed(2) : String(v)} ${units[k]}`;
 }
 
 /// A number for a URL parameter: at most 3 decimals (ns), no exponent.
