@@ -124,9 +124,33 @@ const diffPane = h('div', { class: 'kt-pane', hidden: true },
   field('Runs', diffSel.exp_run), field('Workers', diffSel.exp_worker), field('Spans', diffSel.exp_span));
 
 const drawerClose = h('button', { type: 'button', class: 'kt-icon-button', title: 'Hide the panel', 'aria-label': 'Hide the panel' }, '\u00AB');
+// Light/dark theme: follows prefers-color-scheme until the toggle picks one, which is kept in
+// localStorage ('kt-theme') and set as html[data-theme] (style.css holds both palettes).
+const THEME_KEY = 'kt-theme';
+const darkQuery = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
+function storedTheme() {
+  try { return localStorage.getItem(THEME_KEY); } catch (_) { return null; }
+}
+function effectiveTheme() {
+  const t = document.documentElement.dataset.theme;
+  if (t === 'dark' || t === 'light') return t;
+  return darkQuery && darkQuery.matches ? 'dark' : 'light';
+}
+const themeToggle = h('button', { type: 'button', class: 'kt-icon-button kt-theme-toggle' });
+function showThemeToggle() {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  themeToggle.textContent = next === 'dark' ? '\u263E' : '\u2600';
+  themeToggle.title = `Switch to the ${next} theme`;
+  themeToggle.setAttribute('aria-label', themeToggle.title);
+}
+{
+  const t = storedTheme();
+  if (t === 'dark' || t === 'light') document.documentElement.dataset.theme = t;
+  showThemeToggle();
+}
 const drawerOpen = h('button', { type: 'button', class: 'kt-drawer-open', title: 'Show the panel', 'aria-label': 'Show the panel' }, '\u00BB');
 const drawer = h('aside', { class: 'kt-drawer' },
-  h('div', { class: 'kt-brand' }, h('span', { class: 'kt-logo' }, 'kinetoscope'), drawerClose),
+  h('div', { class: 'kt-brand' }, h('span', { class: 'kt-logo' }, 'kinetoscope'), h('span', {}, themeToggle, drawerClose)),
   h('div', { class: 'kt-tabs', role: 'tablist' }, tabNormal, tabDiff),
   normalPane, diffPane,
   h('div', { class: 'kt-drawer-foot' }, progressBox, filesLink));
@@ -522,6 +546,21 @@ window.addEventListener('hashchange', () => {
   if (location.hash === writtenHash) return;
   applyHash(readHash());
 });
+
+// Charts read the theme's colours when drawn: redraw the view when the theme changes.
+function onThemeChanged() {
+  showThemeToggle();
+  if (state.runs.length) applyHash(readHash());
+}
+themeToggle.addEventListener('click', () => {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  document.documentElement.dataset.theme = next;
+  try { localStorage.setItem(THEME_KEY, next); } catch (_) { /* private mode */ }
+  onThemeChanged();
+});
+if (darkQuery && darkQuery.addEventListener) {
+  darkQuery.addEventListener('change', () => { if (!document.documentElement.dataset.theme) onThemeChanged(); });
+}
 
 setTab('normal', false);
 viewArea.append(h('div', { class: 'kt-empty-state' }, spinner()));
