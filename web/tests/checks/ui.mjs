@@ -186,6 +186,24 @@ export async function run(ctx) {
   }
 
   // ---------------------------------------------------------------------------------------
+  // 1: input shapes stay on one line, the whole shape in the title and the copied text.
+  const shapes = expectedResnet.operators.by_name_and_input_shape;
+  const longShape = shapes.reduce((a, b) => (b.input_shape.length > a.input_shape.length ? b : a));
+  await open({ ...ov, view: 'Operator', op_group: 'OperationAndInputShape' });
+  await waitFor(page, ctx.tableRowsJs, null);
+  await page.selectOption('.kt-table-pager >> nth=0 >> .kt-page-size', '100');
+  await page.fill('.kt-table-search', longShape.name);
+  const shapeCell = await waitFor(page, (shape) => {
+    const td = [...document.querySelectorAll('.kt-table-grid tbody td')].find((x) => x.title === shape);
+    if (!td) return null;
+    const th = [...document.querySelectorAll('.kt-table-grid thead th')][td.cellIndex];
+    return { text: td.textContent, height: td.getBoundingClientRect().height, head: th && th.textContent,
+      row: td.parentElement.getBoundingClientRect().height };
+  }, longShape.input_shape, 15000);
+  check(shapeCell && shapeCell.text === longShape.input_shape && shapeCell.head === 'Input Shape' && shapeCell.row < 30,
+    `Operator by input shape: ${longShape.name}'s ${longShape.input_shape.length}-character shape is one line with the full text (${JSON.stringify(shapeCell)})`);
+
+  // ---------------------------------------------------------------------------------------
   // 1 and 3: Kernel names are elided with the full name in the title; durations in units.
   await open({ ...ov, view: 'Kernel' });
   await waitFor(page, ctx.tableRowsJs, null);
@@ -290,6 +308,20 @@ export async function run(ctx) {
   check(dark && dark.bg !== light.bg && dark.bgLum < 0.2 && dark.textLum > 0.7 && dark.card < 0.2 && dark.axisLum > 0.5,
     `Theme: the toggle switches to dark, text and chart axes stay readable (${JSON.stringify(dark)})`);
   await shot(page, opts.out, 'overview-dark.png');
+  // The Trace view keeps its light timeline (its canvas paints a light palette) in the dark page.
+  await open({ ...ov, view: 'Trace' });
+  const tl = await waitFor(page, () => {
+    const root = document.querySelector('.ks-tl');
+    const c = root && [...root.querySelectorAll('canvas')].find((x) => Number(x.dataset.slices) > 0);
+    if (!c) return null;
+    const lum = (v) => { const m = v.match(/\d+(\.\d+)?/g).map(Number); return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
+    const st = getComputedStyle(root);
+    return { theme: document.documentElement.dataset.theme, bg: lum(st.backgroundColor), text: lum(st.color),
+      page: lum(getComputedStyle(document.body).backgroundColor) };
+  }, null);
+  check(tl && tl.theme === 'dark' && tl.page < 0.2 && tl.bg > 0.8 && tl.text < 0.3,
+    `Theme: in the dark page the Trace timeline stays a readable light panel (${JSON.stringify(tl)})`);
+  await shot(page, opts.out, 'trace-dark.png');
   await page.reload({ waitUntil: 'load' });
   const kept2 = await waitFor(page, () => (getComputedStyle(document.body).backgroundColor !== 'rgba(0, 0, 0, 0)' ? document.documentElement.dataset.theme || 'none' : null), null, 10000);
   check(kept2 === 'dark', `Theme: the choice is kept after a reload (${kept2})`);
