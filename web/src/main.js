@@ -5,6 +5,7 @@
 import './style.css';
 import { apiGet, boundApi } from './api.js';
 import { createTable } from './components/table.js';
+import { formatBytes, formatDuration } from './components/units.js';
 import * as overview from './views/overview.js';
 import * as operator from './views/operator.js';
 import * as kernel from './views/kernel.js';
@@ -474,10 +475,11 @@ async function openFiles() {
         { key: 'worker', title: 'Worker', type: 'string' },
         { key: 'span', title: 'Span', type: 'string' },
         { key: 'path', title: 'Path', type: 'string' },
-        { key: 'size', title: 'Size (bytes)', type: 'number' },
+        { key: 'size', title: 'Size', type: 'number', format: formatBytes },
         { key: 'state', title: 'State', type: 'string' },
         { key: 'warnings', title: 'Warnings', type: 'number' },
-        { key: 'load_seconds', title: 'Load (s)', type: 'number' },
+        { key: 'load_seconds', title: 'Load Time', type: 'number',
+          format: (v) => (typeof v === 'number' ? formatDuration(v * 1e6) : '') },
         { key: 'error', title: 'Error', type: 'string' },
       ],
       rows: files,

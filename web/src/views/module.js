@@ -6,7 +6,7 @@ import './module.css';
 import { createTable } from '../components/table.js';
 import { colors } from '../components/charts.js';
 import { h, svg, titledCard as card } from '../components/dom.js';
-import { formatDuration } from '../components/units.js';
+import { formatDuration, unitColumn } from '../components/units.js';
 
 const LEVEL_PX = 25;
 
@@ -101,12 +101,19 @@ export async function render(el, ctx) {
   const tableBox = h('div', 'mod-table');
   tableCard.body.appendChild(tableBox);
   root.appendChild(tableCard.card);
-  const columns = (payload.columns || []).map((c) => ({
-    key: c.key,
-    title: c.name,
-    type: c.type === 'number' ? 'number' : 'string',
-    format: c.type === 'number' ? fmt : undefined,
-  }));
+  // Durations (the "... Time" columns, in µs as the plugin's) in µs/ms/s by magnitude; other
+  // numbers as they are.
+  const columns = (payload.columns || []).map((c) => {
+    const u = c.type !== 'number' ? null
+      : / Time$/.test(c.name) ? { title: c.name, format: (v) => (typeof v === 'number' ? formatDuration(v) : v ?? '') }
+        : unitColumn(c.name);
+    return {
+      key: c.key,
+      title: u ? u.title : c.name,
+      type: c.type === 'number' ? 'number' : 'string',
+      format: u ? u.format : c.type === 'number' ? fmt : undefined,
+    };
+  });
   createTable(tableBox, {
     columns,
     rows: payload.data,

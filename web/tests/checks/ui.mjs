@@ -258,6 +258,23 @@ export async function run(ctx) {
   await shot(page, opts.out, 'memory-ui.png');
 
   // ---------------------------------------------------------------------------------------
+  // 3: the Files list gives sizes in B/KB/MB/GB.
+  const st = await getJson(base, 'status');
+  const bigFile = st.files.reduce((a, f) => (f.size > a.size ? f : a));
+  await page.click('.kt-files-link');
+  const sizeText = await waitFor(page, (path) => {
+    const m = document.querySelector('.kt-modal');
+    const tr = m && [...m.querySelectorAll('.kt-table-grid tbody tr')].find((r) => [...r.querySelectorAll('td')].some((td) => td.textContent.trim() === path));
+    if (!tr) return null;
+    const i = [...m.querySelectorAll('.kt-table-grid thead th')].findIndex((th) => th.textContent.startsWith('Size'));
+    return tr.querySelectorAll('td')[i].textContent.trim();
+  }, bigFile.path, 10000);
+  const sz = sizeText && parseBytes(sizeText);
+  check(sz && close(sz.value, bigFile.size, 0.006) && sz.number >= 1 && sz.number < 1024,
+    `Files: ${bigFile.path} (${bigFile.size} bytes) is listed as ${sizeText}`);
+  await page.keyboard.press('Escape');
+
+  // ---------------------------------------------------------------------------------------
   // 4: Module opens on the model root (the top-level module taking the most time).
   const modSel = await sel('modules', 'Module');
   const mods = await getJson(base, `module?run=modules&worker=${encodeURIComponent(modSel.worker)}&span=${encodeURIComponent(modSel.span)}`);
@@ -265,6 +282,15 @@ export async function run(ctx) {
   await open(modSel);
   const flameOf = await waitFor(page, () => document.querySelector('.mod-flame svg')?.getAttribute('aria-label') || null, null);
   check(flameOf === `Flame graph of ${rootMod.name}`, `Module: the flame graph opens on the model root ${rootMod.name} (${flameOf})`);
+  const modTime = await page.evaluate((name) => {
+    const t = document.querySelector('.mod-view .kt-table-grid');
+    const i = [...t.querySelectorAll('thead th')].findIndex((th) => th.textContent.startsWith('Host Total Time'));
+    const tr = [...t.querySelectorAll('tbody tr')].find((r) => r.querySelector('td .kt-cell-text')?.textContent === name);
+    return tr && i >= 0 ? tr.querySelectorAll('td')[i].textContent.trim() : null;
+  }, rootMod.name);
+  const mt = modTime && parseDuration(modTime);
+  check(mt && close(mt.value, rootMod.host_duration, 0.006) && mt.unit === wantUnit(mt.value),
+    `Module: ${rootMod.name}'s Host Total Time in a unit by magnitude (${modTime})`);
 
   // ---------------------------------------------------------------------------------------
   // 4: Diff never opens on a bare "No more level": a pair with nothing under the root explains
