@@ -20,7 +20,7 @@ const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const fmt = (v) => {
   if (v === null || v === undefined) return '';
   if (typeof v !== 'number') return String(v);
-  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+  return v.toLocaleString('en-US', { maximumFractionDigits: 2 });
 };
 const fmtPct = (v) => (v === null || v === undefined ? '\u2014' : `${v.toFixed(2)}%`);
 

@@ -310,6 +310,28 @@ export async function run(ctx) {
     check(note && !/^No more level/.test(note) && /Pick other spans/.test(note), `Diff (${flat.run} vs itself): the first screen says what to pick instead (${note})`);
   }
 
+  // 3: the Diff table of resnet50_v100 span 1 vs 2 in units, the chart's axis with separators.
+  const s1 = await sel('resnet50_v100', 'Overview', 0);
+  const s2 = await sel('resnet50_v100', 'Overview', 1);
+  const dq = `run=resnet50_v100&worker=${encodeURIComponent(s1.worker)}&span=${s1.span}` +
+    `&exp_run=resnet50_v100&exp_worker=${encodeURIComponent(s2.worker)}&exp_span=${s2.span}`;
+  const droot = await getJson(base, `diffnode?${dq}&path=0`);
+  const agg = droot.left.aggs.reduce((a, b) => (b.host_duration > a.host_duration ? b : a));
+  await open({ tab: 'diff', run: s1.run, worker: s1.worker, span: s1.span, exp_run: s2.run, exp_worker: s2.worker, exp_span: s2.span });
+  const dCell = await waitFor(page, ([name, colJs]) => {
+    const col = new Function(`return (${colJs})`)();
+    const i = col(['.diff-ops', 'Baseline Host Duration']);
+    const tr = [...document.querySelectorAll('.diff-ops .kt-table-grid tbody tr')].find((r) => r.querySelector('td')?.textContent.trim() === name);
+    const ticks = [...document.querySelectorAll('.diff-combo text')].map((t) => t.textContent).filter((t) => /^[\d,]+$/.test(t));
+    return tr && i >= 0 ? { cell: tr.querySelectorAll('td')[i].textContent.trim(), ticks } : null;
+  }, [agg.name, columnIndexJs.toString()]);
+  const dv = dCell && parseDuration(dCell.cell);
+  check(dv && dv.unit === wantUnit(agg.host_duration) && close(dv.value, agg.host_duration, 0.006),
+    `Diff: ${agg.name}'s Baseline Host Duration ${agg.host_duration} µs reads ${dCell && dCell.cell}`);
+  check(dCell && dCell.ticks.some((t) => Number(t.replace(/,/g, '')) >= 1000) &&
+    dCell.ticks.every((t) => Number(t.replace(/,/g, '')) < 1000 || t.includes(',')),
+  `Diff: the comparison chart's axis numbers have thousands separators (${dCell && dCell.ticks.join(' ')})`);
+
   // ---------------------------------------------------------------------------------------
   // 7: dark mode. The toggle changes the page's colours and is remembered; prefers-color-scheme
   // dark starts dark.
