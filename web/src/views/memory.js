@@ -57,9 +57,9 @@ export async function render(el, ctx) {
   root.appendChild(status);
 
   const [stats, curve, events] = await Promise.all([
-    ctx.api('memory', { memory_metric: 'KB' }),
+    ctx.api('memory', { memory_metric: 'B' }),
     ctx.api('memory_curve', { time_metric: 'ms', memory_metric: 'MB' }),
-    ctx.api('memory_events', { time_metric: 'ms', memory_metric: 'KB' }),
+    ctx.api('memory_events', { time_metric: 'ms', memory_metric: 'B' }),
   ]);
   const devices = Object.keys((stats && stats.rows) || {});
   if (devices.length === 0) {
@@ -152,7 +152,8 @@ export async function render(el, ctx) {
     const rows = sizeKey === null ? eventsAll : eventsAll.filter((r) => {
       const v = r[sizeKey];
       if (typeof v !== 'number') return lo === null && hi === null;
-      return (lo === null || v >= lo) && (hi === null || v <= hi);
+      // The tables hold exact bytes; the boxes are in KB.
+      return (lo === null || v >= lo * 1024) && (hi === null || v <= hi * 1024);
     });
     eventsTable.setRows(rows);
     const parts = [];
@@ -199,7 +200,7 @@ export async function render(el, ctx) {
       let max = 0;
       for (const r of eventsAll) if (typeof r[sizeKey] === 'number' && r[sizeKey] > max) max = r[sizeKey];
       // No size filter at first: every event is listed (the boxes narrow it down).
-      const step = max > 0 ? 10 ** (Math.floor(Math.log10(max)) - 3) : 1;
+      const step = max > 0 ? 10 ** (Math.floor(Math.log10(max / 1024)) - 3) : 1;
       minBox.step = maxBox.step = String(step);
       minBox.value = '';
       maxBox.value = '';
@@ -278,8 +279,8 @@ export async function render(el, ctx) {
     statsBox.classList.add('mem-loading');
     try {
       const [s, ev] = await Promise.all([
-        ctx.api('memory', { ...params, memory_metric: 'KB' }),
-        ctx.api('memory_events', { ...params, time_metric: 'ms', memory_metric: 'KB' }),
+        ctx.api('memory', { ...params, memory_metric: 'B' }),
+        ctx.api('memory_events', { ...params, time_metric: 'ms', memory_metric: 'B' }),
       ]);
       if (my !== generation) return;
       statsPayload = s && s.rows ? s : { ...statsPayload, rows: {} };

@@ -255,6 +255,17 @@ export async function run(ctx) {
   const biggest = memState && parseBytes(memState.sizes[0]);
   check(biggest && close(biggest.value, biggestKb * 1024, 0.006) && biggest.number < 1024 && biggest.number >= 1,
     `Memory (cnn): the largest event (${biggestKb} KB) reads ${memState && memState.sizes[0]}`);
+  // The size boxes are in KB: "Min 100" keeps the events of at least 100 KB (exact bytes).
+  const memBytes = await getJson(base, `memory_events?${mq}&time_metric=ms&memory_metric=B`);
+  const bIdx = memBytes.columns.findIndex((c) => /^Size/.test(c.name));
+  const wantAtLeast = memState ? (memBytes.rows[memState.device] || []).filter((r) => r[bIdx] >= 100 * 1024).length : -1;
+  await page.fill('.mem-size >> nth=0', '100');
+  const filtered = await waitFor(page, (n) => {
+    const c = document.querySelector('.mem-events .kt-table-count');
+    return c && c.textContent === `${n} rows` ? c.textContent : null;
+  }, wantAtLeast, 10000);
+  check(wantAtLeast > 0 && filtered === `${wantAtLeast} rows`,
+    `Memory (cnn): Min Size 100 (KB) keeps the ${wantAtLeast} events of at least 102,400 bytes (${filtered})`);
   await shot(page, opts.out, 'memory-ui.png');
 
   // ---------------------------------------------------------------------------------------
