@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -1217,4 +1218,86 @@ TEST_CASE("api and analyze --json carry the same fields of operator, kernel and 
   CHECK(cn.shared_as_api == cn.api);
   const field_names modn = names_of<an::module_row>();
   CHECK(modn.shared_as_api == modn.api);
+}
+
+TEST_CASE("store: progress moves in bytes during one big load, names the file; /runs lists runs as discovered") {
+  temp_dir dir("progress");
+  const fs::path big = dir.path / "big" / "big.pt.trace.json";
+  fs::create_directories(big.parent_path());
+  {
+    std::ofstream out(big);
+    out << R"J({"traceEvents": [)J";
+    for (int i = 0; i < 500000; ++i)
+      out << (i ? "," : "") << R"J({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )J"
+          << i * 10 << R"J(, "dur": 5})J" << '\n';
+    out << "]}";
+  }
+  const std::uint64_t total = fs::file_size(big);
+  REQUIRE(total > (std::uint64_t{40} << 20));  // more than two 16 MB chunks of the streamed path
+
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  std::atomic<bool> done{false};
+  std::vector<kinetoscope::server::load_progress> samples;
+  bool listed_loading = false;  // the run was discovered (pending, nothing loaded) before its load ended
+  std::thread sampler([&] {
+    while (!done.load()) {
+      samples.push_back(s.progress());
+      for (const auto& r : s.discovered_runs())
+        if (r.name == "big" && r.files_pending == 1 && r.files_loaded == 0 && s.runs().empty()) listed_loading = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  s.start();
+  const bool idle = s.wait_idle(load_timeout);
+  done = true;
+  sampler.join();
+  REQUIRE(idle);
+
+  std::set<std::uint64_t> partial;
+  for (const auto& p : samples) {
+    CHECK(p.bytes_total <= total);
+    CHECK(p.bytes_loaded <= p.bytes_total);
+    if (p.current_file == "big/big.pt.trace.json" && p.bytes_loaded > 0 && p.bytes_loaded < total) {
+      CHECK(p.bytes_total == total);
+      partial.insert(p.bytes_loaded);
+    }
+  }
+  CAPTURE(samples.size());
+  CHECK(!partial.empty());
+  CHECK(listed_loading);
+  const auto end = s.progress();
+  CHECK(end.bytes_loaded == total);
+  CHECK(end.current_file.empty());
+  CHECK_FALSE(end.loading);
+  const json runs = get_json(s, "runs");
+  CHECK(runs["progress"]["current_file"].is_null());
+  CHECK(runs["latest"] == "big");
+
+  // A newer run: /runs names it the latest (newest trace file mtime); an older failed one is
+  // listed as discovered, with its state, but not among the loaded runs.
+  write_small_trace(dir.path / "newer" / "a.pt.trace.json");
+  fs::create_directories(dir.path / "broken");
+  std::ofstream(dir.path / "broken" / "b.pt.trace.json") << "{\"traceEvents\": [";
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(big, now - std::chrono::hours(2));
+  fs::last_write_time(dir.path / "broken" / "b.pt.trace.json", now - std::chrono::hours(3));
+  fs::last_write_time(dir.path / "newer" / "a.pt.trace.json", now - std::chrono::hours(1));
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  const json after = get_json(s, "runs");
+  CHECK(after["runs"] == json({"big", "newer"}));
+  CHECK(after["latest"] == "newer");
+  REQUIRE(after["discovered"].size() == 3);
+  CHECK(after["discovered"][0]["run"] == "big");
+  CHECK(after["discovered"][0]["state"] == "loaded");
+  CHECK(after["discovered"][1]["run"] == "broken");
+  CHECK(after["discovered"][1]["state"] == "failed");
+  CHECK(after["discovered"][1]["files_failed"] == 1);
+  CHECK(after["discovered"][2]["run"] == "newer");
+  CHECK(after["discovered"][2]["files_loaded"] == 1);
+  CHECK(after["discovered"][2]["files_pending"] == 0);
+  CHECK(after["discovered"][2]["mtime"].get<double>() > after["discovered"][0]["mtime"].get<double>());
 }
