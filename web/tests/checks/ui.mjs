@@ -25,6 +25,7 @@ const close = (a, b, rel) => Math.abs(a - b) <= rel * Math.abs(b) + 1e-9;
 /// Column index (among td cells of a row) of the header titled `title` in the first table in scope.
 function columnIndexJs([scope, title]) {
   const root = scope ? document.querySelector(scope) : document;
+  if (!root) return -1;  // not drawn yet (waitFor polls again)
   const ths = [...root.querySelectorAll('.kt-table-grid thead th')];
   return ths.findIndex((th) => th.querySelector('.kt-th-label') && th.querySelector('.kt-th-label').textContent === title);
 }
@@ -329,9 +330,10 @@ export async function run(ctx) {
   const droot = await getJson(base, `diffnode?${dq}&path=0`);
   const agg = droot.left.aggs.reduce((a, b) => (b.host_duration > a.host_duration ? b : a));
   await open({ tab: 'diff', run: s1.run, worker: s1.worker, span: s1.span, exp_run: s2.run, exp_worker: s2.worker, exp_span: s2.span });
-  const dCell = await waitFor(page, ([name, colJs]) => {
-    const col = new Function(`return (${colJs})`)();
-    const i = col(['.diff-ops', 'Baseline Host Duration']);
+  const dCell = await waitFor(page, ([name]) => {
+    // (No new Function() here: the app's CSP forbids eval, and waitFor polls inside the app page.)
+    const ths = [...document.querySelectorAll('.diff-ops .kt-table-grid thead th')];
+    const i = ths.findIndex((th) => th.querySelector('.kt-th-label') && th.querySelector('.kt-th-label').textContent === 'Baseline Host Duration');
     const tr = [...document.querySelectorAll('.diff-ops .kt-table-grid tbody tr')].find((r) => r.querySelector('td')?.textContent.trim() === name);
     const ticks = [...document.querySelectorAll('.diff-combo text')].map((t) => t.textContent).filter((t) => /^[\d,]+$/.test(t));
     return tr && i >= 0 ? { cell: tr.querySelectorAll('td')[i].textContent.trim(), ticks } : null;

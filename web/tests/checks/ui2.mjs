@@ -17,7 +17,7 @@ export async function run(ctx) {
   check(runs.progress && runs.progress.current_file === null, `no file is being loaded once idle (${runs.progress && runs.progress.current_file})`);
 
   await page.goto('about:blank');
-  await page.goto(`${base}/`, { waitUntil: 'load' });
+  await page.goto(base, { waitUntil: 'load' });
   const landed = await waitFor(page, () => {
     const q = new URLSearchParams(location.hash.replace(/^#/, ''));
     const select = document.querySelector('select[aria-label="Runs"]');
