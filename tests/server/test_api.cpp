@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -1300,4 +1301,59 @@ TEST_CASE("store: progress moves in bytes during one big load, names the file; /
   CHECK(after["discovered"][2]["files_loaded"] == 1);
   CHECK(after["discovered"][2]["files_pending"] == 0);
   CHECK(after["discovered"][2]["mtime"].get<double>() > after["discovered"][0]["mtime"].get<double>());
+}
+
+TEST_CASE("api: /recommendations name the view state that shows each finding (resnet50_v100 span 1)") {
+  store& s = *shared_fixture().s;
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const direct d(traces_dir() / resnet_span1);
+  const json recs = get_json(s, "recommendations", q);
+  const double origin = get_json(s, "timeline/tracks", q)["t0"].get<double>();
+  REQUIRE(recs.size() == d.report.recommendations.size());
+  std::set<std::string> kinds;
+  bool idle = false;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const json& t = recs[i]["target"];
+    const an::recommendation& r = d.report.recommendations[i];
+    CAPTURE(r.text);
+    REQUIRE(t.is_object());
+    kinds.insert(t["kind"].get<std::string>());
+    CHECK(t["kind"] == an::target_kind_name(r.target.kind));
+    CHECK(t["view"] == r.target.view);
+    CHECK(t["state"].is_object());
+    if (r.kind == an::recommendation_kind::data_loader) CHECK(t == json::parse(R"({"kind": "view", "view": "Overview", "state": {}})"));
+    if (r.kind != an::recommendation_kind::idle_gpu) continue;
+    idle = true;
+    // The window is the idle stretch the text talks about: no GPU 0 work overlaps it, GPU work
+    // (or the step's edge) touches both ends, and its length is the text's.
+    REQUIRE(t["kind"] == "trace");
+    CHECK(t["view"] == "Trace");
+    CHECK(t["device"] == 0);
+    const double start = t["start_us"].get<double>(), end = t["end_us"].get<double>();
+    // Step 5 (ProfilerStep#5) starts at 1623142623460172; GPU 0's first work after it at ...529248.
+    CHECK(start == 1623142623460172.0);
+    CHECK(end == 1623142623529248.0);
+    CHECK(r.text.starts_with("GPU 0 is idle for 69.1 ms in one stretch (step 5, 0.0 ms after its start)."));
+    CHECK(t["state"]["t0"].get<double>() == doctest::Approx(start - origin).epsilon(1e-12));
+    CHECK(t["state"]["t1"].get<double>() == doctest::Approx(end - origin).epsilon(1e-12));
+    bool touches_start = false, touches_end = false;
+    for (const an::event& e : d.model.events) {
+      if (e.type != an::event_type::kernel && e.type != an::event_type::memcpy && e.type != an::event_type::memset) continue;
+      CHECK_FALSE((e.ts < end && e.end() > start));
+      if (e.end() == start) touches_start = true;
+      if (e.ts == end) touches_end = true;
+    }
+    bool step_edge_start = false, step_edge_end = false;
+    for (const auto& st : d.report.overview.steps) {
+      if (st.start == start) step_edge_start = true;
+      if (st.end == end) step_edge_end = true;
+    }
+    CHECK((touches_start || step_edge_start));
+    CHECK((touches_end || step_edge_end));
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "idle for %.1f ms", (end - start) / 1000.0);
+    CHECK(r.text.find(ms) != std::string::npos);
+  }
+  CHECK(idle);
+  CHECK(kinds.count("trace") == 1);
 }

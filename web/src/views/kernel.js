@@ -87,9 +87,15 @@ export async function render(el, ctx) {
   tableCard.append(h('h2', 'kt-card-title', 'Kernels'));
   const controls = h('div', 'kt-controls');
   const { label: lab, select } = groupBySelect(GROUPS, groupBy);
-  let nameQuery = '';
+  // A link may name a kernel (kernel_search in the URL, e.g. from a recommendation): shown filtered.
+  let nameQuery = typeof ctx.hash.kernel_search === 'string' ? ctx.hash.kernel_search : '';
   let opQuery = '';
-  const nameSearch = searchBox('Search by Kernel Name', (q) => { nameQuery = q; applyFilter(); });
+  const nameSearch = searchBox('Search by Kernel Name', (q) => {
+    nameQuery = q;
+    ctx.setHash({ kernel_search: q || null });
+    applyFilter();
+  });
+  nameSearch.value = nameQuery;
   const opSearch = searchBox('Search by Operator Name', (q) => { opQuery = q; applyFilter(); });
   controls.append(lab, nameSearch, opSearch);
   const tableBox = h('div');
