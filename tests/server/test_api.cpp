@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -1580,4 +1582,141 @@ TEST_CASE("api and analyze --json carry the same fields of operator, kernel and 
   CHECK(cn.shared_as_api == cn.api);
   const field_names modn = names_of<an::module_row>();
   CHECK(modn.shared_as_api == modn.api);
+}
+
+TEST_CASE("store: progress moves in bytes during one big load, names the file; /runs lists runs as discovered") {
+  temp_dir dir("progress");
+  const fs::path big = dir.path / "big" / "big.pt.trace.json";
+  fs::create_directories(big.parent_path());
+  {
+    std::ofstream out(big);
+    out << R"J({"traceEvents": [)J";
+    for (int i = 0; i < 500000; ++i)
+      out << (i ? "," : "") << R"J({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": )J"
+          << i * 10 << R"J(, "dur": 5})J" << '\n';
+    out << "]}";
+  }
+  const std::uint64_t total = fs::file_size(big);
+  REQUIRE(total > (std::uint64_t{40} << 20));  // more than two 16 MB chunks of the streamed path
+
+  store_options o;
+  o.logdir = dir.path.string();
+  o.reload_interval_s = 0;
+  store s(o);
+  std::atomic<bool> done{false};
+  std::vector<kinetoscope::server::load_progress> samples;
+  bool listed_loading = false;  // the run was discovered (pending, nothing loaded) before its load ended
+  std::thread sampler([&] {
+    while (!done.load()) {
+      samples.push_back(s.progress());
+      for (const auto& r : s.discovered_runs())
+        if (r.name == "big" && r.files_pending == 1 && r.files_loaded == 0 && s.runs().empty()) listed_loading = true;
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  s.start();
+  const bool idle = s.wait_idle(load_timeout);
+  done = true;
+  sampler.join();
+  REQUIRE(idle);
+
+  std::set<std::uint64_t> partial;
+  for (const auto& p : samples) {
+    CHECK(p.bytes_total <= total);
+    CHECK(p.bytes_loaded <= p.bytes_total);
+    if (p.current_file == "big/big.pt.trace.json" && p.bytes_loaded > 0 && p.bytes_loaded < total) {
+      CHECK(p.bytes_total == total);
+      partial.insert(p.bytes_loaded);
+    }
+  }
+  CAPTURE(samples.size());
+  CHECK(!partial.empty());
+  CHECK(listed_loading);
+  const auto end = s.progress();
+  CHECK(end.bytes_loaded == total);
+  CHECK(end.current_file.empty());
+  CHECK_FALSE(end.loading);
+  const json runs = get_json(s, "runs");
+  CHECK(runs["progress"]["current_file"].is_null());
+  CHECK(runs["latest"] == "big");
+
+  // A newer run: /runs names it the latest (newest trace file mtime); an older failed one is
+  // listed as discovered, with its state, but not among the loaded runs.
+  write_small_trace(dir.path / "newer" / "a.pt.trace.json");
+  fs::create_directories(dir.path / "broken");
+  std::ofstream(dir.path / "broken" / "b.pt.trace.json") << "{\"traceEvents\": [";
+  const auto now = fs::file_time_type::clock::now();
+  fs::last_write_time(big, now - std::chrono::hours(2));
+  fs::last_write_time(dir.path / "broken" / "b.pt.trace.json", now - std::chrono::hours(3));
+  fs::last_write_time(dir.path / "newer" / "a.pt.trace.json", now - std::chrono::hours(1));
+  s.rescan();
+  REQUIRE(s.wait_idle(load_timeout));
+  const json after = get_json(s, "runs");
+  CHECK(after["runs"] == json({"big", "newer"}));
+  CHECK(after["latest"] == "newer");
+  REQUIRE(after["discovered"].size() == 3);
+  CHECK(after["discovered"][0]["run"] == "big");
+  CHECK(after["discovered"][0]["state"] == "loaded");
+  CHECK(after["discovered"][1]["run"] == "broken");
+  CHECK(after["discovered"][1]["state"] == "failed");
+  CHECK(after["discovered"][1]["files_failed"] == 1);
+  CHECK(after["discovered"][2]["run"] == "newer");
+  CHECK(after["discovered"][2]["files_loaded"] == 1);
+  CHECK(after["discovered"][2]["files_pending"] == 0);
+  CHECK(after["discovered"][2]["mtime"].get<double>() > after["discovered"][0]["mtime"].get<double>());
+}
+
+TEST_CASE("api: /recommendations name the view state that shows each finding (resnet50_v100 span 1)") {
+  store& s = *shared_fixture().s;
+  const auto q = profile_query("resnet50_v100", "worker0", "1");
+  const direct d(traces_dir() / resnet_span1);
+  const json recs = get_json(s, "recommendations", q);
+  const double origin = get_json(s, "timeline/tracks", q)["t0"].get<double>();
+  REQUIRE(recs.size() == d.report.recommendations.size());
+  std::set<std::string> kinds;
+  bool idle = false;
+  for (std::size_t i = 0; i < recs.size(); ++i) {
+    const json& t = recs[i]["target"];
+    const an::recommendation& r = d.report.recommendations[i];
+    CAPTURE(r.text);
+    REQUIRE(t.is_object());
+    kinds.insert(t["kind"].get<std::string>());
+    CHECK(t["kind"] == an::target_kind_name(r.target.kind));
+    CHECK(t["view"] == r.target.view);
+    CHECK(t["state"].is_object());
+    if (r.kind == an::recommendation_kind::data_loader) CHECK(t == json::parse(R"({"kind": "view", "view": "Overview", "state": {}})"));
+    if (r.kind != an::recommendation_kind::idle_gpu) continue;
+    idle = true;
+    // The window is the idle stretch the text talks about: no GPU 0 work overlaps it, GPU work
+    // (or the step's edge) touches both ends, and its length is the text's.
+    REQUIRE(t["kind"] == "trace");
+    CHECK(t["view"] == "Trace");
+    CHECK(t["device"] == 0);
+    const double start = t["start_us"].get<double>(), end = t["end_us"].get<double>();
+    // Step 5 (ProfilerStep#5) starts at 1623142623460172; GPU 0's first work after it at ...529248.
+    CHECK(start == 1623142623460172.0);
+    CHECK(end == 1623142623529248.0);
+    CHECK(r.text.starts_with("GPU 0 is idle for 69.1 ms in one stretch (step 5, 0.0 ms after its start)."));
+    CHECK(t["state"]["t0"].get<double>() == doctest::Approx(start - origin).epsilon(1e-12));
+    CHECK(t["state"]["t1"].get<double>() == doctest::Approx(end - origin).epsilon(1e-12));
+    bool touches_start = false, touches_end = false;
+    for (const an::event& e : d.model.events) {
+      if (e.type != an::event_type::kernel && e.type != an::event_type::memcpy && e.type != an::event_type::memset) continue;
+      CHECK_FALSE((e.ts < end && e.end() > start));
+      if (e.end() == start) touches_start = true;
+      if (e.ts == end) touches_end = true;
+    }
+    bool step_edge_start = false, step_edge_end = false;
+    for (const auto& st : d.report.overview.steps) {
+      if (st.start == start) step_edge_start = true;
+      if (st.end == end) step_edge_end = true;
+    }
+    CHECK((touches_start || step_edge_start));
+    CHECK((touches_end || step_edge_end));
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "idle for %.1f ms", (end - start) / 1000.0);
+    CHECK(r.text.find(ms) != std::string::npos);
+  }
+  CHECK(idle);
+  CHECK(kinds.count("trace") == 1);
 }

@@ -655,6 +655,32 @@ TEST_CASE("recommendations: extras are flagged and fire on their thresholds") {
              r.text.find("(by time: cudaDeviceSynchronize 94.9%, cudaLaunchKernel 5.1%)") != std::string::npos));
     }
   }
+  // Each finding names the view state that shows it.
+  for (const recommendation& r : all) {
+    CAPTURE(r.text);
+    if (r.kind == recommendation_kind::synchronization) {  // the one 30 ms call
+      CHECK(r.target.kind == recommendation_target::kind_type::trace);
+      CHECK(r.target.view == "Trace");
+      CHECK(r.target.start_us == 30000);
+      CHECK(r.target.end_us == 60000);
+      CHECK(r.target.device == -1);
+    }
+    if (r.kind == recommendation_kind::launch_overhead && r.text.rfind("200 of 200", 0) == 0) {
+      CHECK(r.target.kind == recommendation_target::kind_type::kernel);
+      CHECK(r.target.view == "Kernel");
+      CHECK(r.target.kernel == "add_kernel");
+    } else if (r.kind == recommendation_kind::launch_overhead) {
+      CHECK(r.target.kind == recommendation_target::kind_type::view);
+      CHECK(r.target.view == "Overview");
+    }
+    if (r.kind == recommendation_kind::idle_gpu) {  // after the last kernel (19932 µs) to the step's end
+      CHECK(r.target.kind == recommendation_target::kind_type::trace);
+      CHECK(r.target.start_us == 19932);
+      CHECK(r.target.end_us == 100000);
+      CHECK(r.target.device == 0);
+      CHECK(r.text.find("idle for 80.1 ms") != std::string::npos);
+    }
+  }
   // Plugin rules come first; recommendations() has no extras.
   bool seen_extra = false;
   for (const recommendation& r : all) {

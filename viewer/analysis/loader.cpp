@@ -937,7 +937,8 @@ static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src
   std::atomic<bool> exceeded{false};
   src = std::make_unique<limited_source>(std::move(src), options.max_text_bytes, &exceeded);
   // The gap holds the tail carried from one chunk to the next: a window plus the separator scan.
-  text_stream stream(std::move(src), stream_chunk(options), window + (std::size_t{96} << 10));
+  if (options.progress_bytes != nullptr) options.progress_bytes->store(0, std::memory_order_relaxed);
+  text_stream stream(std::move(src), stream_chunk(options), window + (std::size_t{96} << 10), options.progress_bytes);
   trace_model model;
   try {
     if (size_hint > 0) model.events.reserve(events_estimate(std::min(size_hint, options.max_text_bytes)));
@@ -1131,6 +1132,8 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
 load_result load_trace(const std::string& path, const load_options& options) {
   try {
     if (auto r = detail::load_file_streamed(path, options)) return std::move(*r);
+    // (A streamed attempt that gave up is loaded whole: its progress starts again.)
+    if (options.progress_bytes != nullptr) options.progress_bytes->store(0, std::memory_order_relaxed);
     if (auto r = detail::load_plain_async(path, options)) return std::move(*r);
     text_buffer raw;
     int error_number = 0;

@@ -27,6 +27,7 @@
 /// const trace_model& m = *r.model;
 /// @endcode
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -74,6 +75,12 @@ struct load_options {
   /// than the limit of N bytes (--max_file_size)". The whole-text parse path needs about the
   /// text's size again in memory; the streamed one (big, well-formed files) a few MB.
   std::uint64_t max_text_bytes = default_max_text_bytes;
+  /// When set, the load stores here how many bytes of the file (or buffer; compressed bytes for
+  /// gzip) the parser has finished, so another thread can show progress during one big load.
+  /// Updated once per chunk of the streamed path (4 windows of text, 16 MB by default), from 0 at
+  /// the start; texts too small to stream (or a whole-text fallback) leave it at 0 until the end.
+  /// The caller owns it; it is not set to the total at the end (the result says that).
+  std::atomic<std::uint64_t>* progress_bytes = nullptr;
 };
 
 /// Parses a size as the --max_file_size flags take it: a whole number of bytes with an optional

@@ -28,6 +28,9 @@ class byte_source {
   virtual ~byte_source() = default;
   /// Up to `cap` bytes into `dst`: the count, 0 at the end, -1 on error (see error).
   virtual std::ptrdiff_t fill(char* dst, std::size_t cap) = 0;
+  /// Bytes taken from the underlying file or buffer so far (before inflating): the load's
+  /// progress in file bytes.
+  virtual std::uint64_t consumed() const noexcept = 0;
   std::string error;
   std::string warning;
 };
@@ -44,15 +47,20 @@ class fd_source : public byte_source {
   std::ptrdiff_t fill(char* dst, std::size_t cap) override {
     for (;;) {
       const ssize_t got = ::read(fd_, dst, std::min<std::size_t>(cap, std::size_t{1} << 30));
-      if (got >= 0) return got;
+      if (got >= 0) {
+        consumed_ += static_cast<std::uint64_t>(got);
+        return got;
+      }
       if (errno == EINTR) continue;
       error = std::string("read error: ") + std::strerror(errno);
       return -1;
     }
   }
+  std::uint64_t consumed() const noexcept override { return consumed_; }
 
  private:
   int fd_;
+  std::uint64_t consumed_ = 0;
 };
 
 /// Bytes already in memory (not owned).
@@ -64,12 +72,15 @@ class memory_source : public byte_source {
     if (k > 0) std::memcpy(dst, p_, k);
     p_ += k;
     n_ -= k;
+    consumed_ += k;
     return static_cast<std::ptrdiff_t>(k);
   }
+  std::uint64_t consumed() const noexcept override { return consumed_; }
 
  private:
   const char* p_;
   std::size_t n_;
+  std::uint64_t consumed_ = 0;
 };
 
 /// Inflates every gzip member of another source (as gunzip() does, but incrementally).
@@ -117,6 +128,7 @@ class gzip_source : public byte_source {
     }
     return static_cast<std::ptrdiff_t>(want - zs_.avail_out);
   }
+  std::uint64_t consumed() const noexcept override { return in_->consumed(); }
 
  private:
   std::unique_ptr<byte_source> in_;
@@ -184,6 +196,7 @@ class limited_source : public byte_source {
     }
     return got;
   }
+  std::uint64_t consumed() const noexcept override { return in_->consumed(); }
 
  private:
   std::unique_ptr<byte_source> in_;
@@ -198,8 +211,11 @@ class limited_source : public byte_source {
 class text_stream {
  public:
   /// `chunk`: bytes per read; `gap`: room before each chunk for the carried tail of the last one.
-  text_stream(std::unique_ptr<byte_source> src, std::size_t chunk, std::size_t gap)
-      : src_(std::move(src)), chunk_(chunk), gap_(gap), std_cap_(gap + chunk + padding) {
+  /// `progress` (optional): set to the source bytes (byte_source::consumed) behind the chunks
+  /// handed to the parser so far, once per chunk (load_options::progress_bytes).
+  text_stream(std::unique_ptr<byte_source> src, std::size_t chunk, std::size_t gap,
+              std::atomic<std::uint64_t>* progress = nullptr)
+      : src_(std::move(src)), chunk_(chunk), gap_(gap), std_cap_(gap + chunk + padding), progress_(progress) {
     thread_ = std::thread([this] { produce(); });
   }
   text_stream(const text_stream&) = delete;
@@ -244,6 +260,7 @@ class text_stream {
     std::size_t len = 0;  ///< text bytes at mem + gap_
     bool last = false;
     bool failed = false;
+    std::uint64_t source_end = 0;  ///< src_->consumed() once the block was filled
   };
 
   std::unique_ptr<byte_source> src_;
@@ -260,6 +277,8 @@ class text_stream {
   char* data_ = nullptr;
   std::size_t shift_ = 0, filled_ = 0;
   bool eof_ = false, failed_ = false;
+  std::atomic<std::uint64_t>* progress_;
+  std::uint64_t parsed_source_ = 0;  ///< source bytes of the blocks before the current one
 
   static constexpr std::size_t ahead = 1;  ///< filled blocks waiting at most
 
@@ -292,6 +311,7 @@ class text_stream {
           }
           b.len += static_cast<std::size_t>(got);
         }
+        b.source_end = src_->consumed();
       }
       {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -327,6 +347,9 @@ class text_stream {
         ready_.pop_front();
       }
       cv_.notify_all();
+      // The parser is done with the blocks before this one (but for a carried tail).
+      if (progress_ != nullptr) progress_->store(parsed_source_, std::memory_order_relaxed);
+      if (b.source_end > parsed_source_) parsed_source_ = b.source_end;
       eof_ = b.last;
       failed_ = b.failed;
       if (b.failed || b.len == 0) {

@@ -33,8 +33,14 @@ class message {
     html_ += "</a>";
     return *this;
   }
+  /// The view state that shows the finding (the view alone unless said).
+  message& target(recommendation_target t) {
+    target_ = std::move(t);
+    return *this;
+  }
   recommendation done(recommendation_kind kind, int rule) {
     recommendation r;
+    r.target = std::move(target_);
     r.kind = kind;
     r.rule = rule;
     r.extra = rule == 0;
@@ -60,7 +66,34 @@ class message {
   }
   std::string text_;
   std::string html_;
+  recommendation_target target_;
 };
+
+using target_kind = recommendation_target::kind_type;
+
+recommendation_target view_target(std::string view) {
+  recommendation_target t;
+  t.view = std::move(view);
+  return t;
+}
+
+recommendation_target trace_target(double start, double end, std::int64_t device) {
+  recommendation_target t;
+  t.kind = target_kind::trace;
+  t.view = "Trace";
+  t.start_us = start;
+  t.end_us = end;
+  t.device = device;
+  return t;
+}
+
+recommendation_target kernel_target(std::string_view kernel) {
+  recommendation_target t;
+  t.kind = target_kind::kernel;
+  t.view = "Kernel";
+  t.kernel = std::string(kernel);
+  return t;
+}
 
 std::string format_int(double x) {
   char buf[64];
@@ -95,6 +128,7 @@ void rule_data_loader(const overview_result& ov, std::vector<recommendation>& ou
                     .link("enable multi-processes on data loading",
                           "https://pytorch.org/docs/stable/data.html#single-and-multi-process-data-loading")
                     .text(".")
+                    .target(view_target("Overview"))
                     .done(recommendation_kind::data_loader, 1));
 }
 
@@ -106,6 +140,7 @@ void rules_distributed(const trace_model& model, const op_trees& trees, const ov
                       .link("use DistributedDataParallel instead of DataParallel",
                             "https://pytorch.org/docs/stable/notes/cuda.html#cuda-nn-ddp-instead")
                       .text(" to do multi-GPU training.")
+                      .target(view_target("Distributed"))
                       .done(recommendation_kind::ddp_instead_of_dp, 2));
   }
   if (trees.uses_ddp && !model.devices.empty()) {
@@ -128,6 +163,7 @@ void rules_distributed(const trace_model& model, const op_trees& trees, const ov
           out.push_back(message{}
                             .text("Nccl backend is currently the fastest and highly recommended backend when "
                                   "using DDP for training.")
+                            .target(view_target("Distributed"))
                             .done(recommendation_kind::nccl_backend, 3));
           break;
         }
@@ -150,6 +186,7 @@ void rules_distributed(const trace_model& model, const op_trees& trees, const ov
                     "evaluate ")
               .link("LAMB optimizer", "https://nvidia.github.io/apex/optimizers.html#apex.optimizers.FusedLAMB")
               .text(".")
+              .target(view_target("Distributed"))
               .done(recommendation_kind::communication, 4));
     }
   }
@@ -166,6 +203,8 @@ void rule_gpu_utilization(const overview_result& ov, std::vector<recommendation>
                     .text(std::string(one ? "GPU " : "GPUs ") + join_gpu_ids(low) + (one ? " has" : " have") +
                           " low utilization. You could try to increase batch size to improve. Note: Increasing "
                           "batch size may affect the speed and stability of model convergence.")
+                    // Utilization is measured over the profiled steps: that window of the first GPU named.
+                    .target(ov.steps.empty() ? view_target("Overview") : trace_target(ov.steps_start, ov.steps_end, low[0]))
                     .done(recommendation_kind::low_gpu_utilization, 5));
 }
 
@@ -179,11 +218,23 @@ void rule_amp(const trace_model& model, const op_trees& trees, const overview_re
   if (tc_kernel_ratio(model) != 0.0) return;
   const double eligible = eligible_op_kernel_ratio(trees);
   if (!(eligible > 0.0)) return;
+  // The kernel that takes the most time (none uses Tensor Cores here).
+  std::map<std::string_view, double> kernel_time;
+  for (const device_node& dn : trees.devices)
+    if (dn.type == event_type::kernel) kernel_time[dn.name] += dn.end - dn.start;
+  std::string_view top;
+  double top_time = -1;
+  for (const auto& [name, t] : kernel_time)
+    if (t > top_time) {
+      top = name;
+      top_time = t;
+    }
   out.push_back(message{}
                     .text("Kernels with " + format_int(py_round(eligible * 100)) +
                           "% time are launched by Tensor Cores eligible operators. You could enable ")
                     .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
                     .text(" to speedup by using FP16.")
+                    .target(top.empty() ? view_target("Kernel") : kernel_target(top))
                     .done(recommendation_kind::amp, 6));
 }
 
@@ -221,6 +272,13 @@ void rule_memory(const trace_model& model, std::vector<recommendation>& out) {
                       .text(" or ")
                       .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
                       .text(".")
+                      .target([&] {
+                        recommendation_target t;
+                        t.kind = target_kind::memory;
+                        t.view = "Memory";
+                        t.device = id;
+                        return t;
+                      }())
                       .done(recommendation_kind::memory_limit, 7));
     break;
   }
@@ -232,6 +290,7 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
                            const recommendation_options& opt, std::vector<recommendation>& out) {
   std::size_t kernels = 0;
   std::size_t short_kernels = 0;
+  std::map<std::string_view, std::size_t> short_by_name;
   for (const runtime_node& rt : trees.runtimes) {
     if (rt.stale_dummy) continue;
     const double launch = rt.end - rt.start;
@@ -239,12 +298,22 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
       const device_node& dn = trees.devices[d];
       if (dn.type != event_type::kernel) continue;
       ++kernels;
-      if (dn.end - dn.start <= launch) ++short_kernels;
+      if (dn.end - dn.start <= launch) {
+        ++short_kernels;
+        ++short_by_name[dn.name];
+      }
     }
   }
   const bool many_short = kernels >= opt.min_kernels &&
                           static_cast<double>(short_kernels) >= opt.short_kernel_share * static_cast<double>(kernels);
   if (many_short) {
+    std::string_view most;  // the kernel with the most short launches
+    std::size_t most_n = 0;
+    for (const auto& [name, n] : short_by_name)
+      if (n > most_n) {
+        most = name;
+        most_n = n;
+      }
     out.push_back(message{}
                       .text(std::to_string(short_kernels) + " of " + std::to_string(kernels) + " kernels (" +
                             format_1f(100.0 * static_cast<double>(short_kernels) / static_cast<double>(kernels)) +
@@ -255,6 +324,7 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
                       .text("), capturing the step in ")
                       .link("CUDA Graphs", "https://pytorch.org/docs/stable/notes/cuda.html#cuda-graphs")
                       .text(", or increasing the batch size.")
+                      .target(kernel_target(most))
                       .done(recommendation_kind::launch_overhead, 0));
   }
 
@@ -287,6 +357,7 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
                           "). Kernel launches point to many small operations (fuse them, or use CUDA Graphs); "
                           "allocation, stream or device set-up calls usually mean the profiled steps include "
                           "warm-up work, so profile later steps; synchronisation calls stall the CPU.")
+                    .target(view_target("Overview"))
                     .done(recommendation_kind::launch_overhead, 0));
 }
 
@@ -303,6 +374,7 @@ void extra_synchronization(const trace_model& model, const overview_result& ov, 
   steps = merge_intervals(std::move(steps));
   std::map<std::string_view, std::size_t> calls;
   interval_list sync;
+  interval longest{0, 0};  // the longest call: where the trace shows it
   for (const event& e : model.events) {
     if (e.type != event_type::runtime) continue;
     const std::string_view name = model.str(e.name);
@@ -310,6 +382,7 @@ void extra_synchronization(const trace_model& model, const overview_result& ov, 
     if (overlap_length(steps, e.ts, e.end()) <= 0 && !(e.ts >= ov.steps_start && e.ts < ov.steps_end)) continue;
     ++calls[name];
     sync.push_back({e.ts, e.end()});
+    if (e.end() - e.ts > longest.length()) longest = {e.ts, e.end()};
   }
   const double time = total_length(intersect_intervals(merge_intervals(std::move(sync)), steps));
   const double share = time / step_time;
@@ -325,6 +398,7 @@ void extra_synchronization(const trace_model& model, const overview_result& ov, 
                           "). Each one stalls the CPU until the GPU catches up; avoid .item(), .cpu(), printing "
                           "tensors or torch.cuda.synchronize() inside the training loop, and use non_blocking "
                           "copies from pinned memory.")
+                    .target(trace_target(longest.start, longest.end, -1))
                     .done(recommendation_kind::synchronization, 0));
 }
 
@@ -345,12 +419,14 @@ void extra_idle_gpu(const trace_model& model, const overview_result& ov, const r
     const interval_list b = merge_intervals(std::move(busy[gpu]));
     double best = 0;
     double best_at = 0;
+    interval best_gap{0, 0};
     std::string best_step;
     for (const step_row& s : ov.steps) {
       for (const interval& gap : subtract_intervals({{s.start, s.end}}, clip_intervals(b, s.start, s.end))) {
         if (gap.length() > best) {
           best = gap.length();
           best_at = gap.start - s.start;
+          best_gap = gap;
           best_step = s.name;
         }
       }
@@ -362,11 +438,22 @@ void extra_idle_gpu(const trace_model& model, const overview_result& ov, const r
                             " after its start). Nothing runs on the GPU while the host is busy there (data "
                             "loading, Python code, synchronisation); look at that point in the trace and "
                             "overlap the host work with GPU work.")
+                      .target(trace_target(best_gap.start, best_gap.end, gpu))
                       .done(recommendation_kind::idle_gpu, 0));
   }
 }
 
 }  // namespace
+
+std::string_view target_kind_name(recommendation_target::kind_type k) noexcept {
+  switch (k) {
+    case target_kind::view: return "view";
+    case target_kind::trace: return "trace";
+    case target_kind::kernel: return "kernel";
+    case target_kind::memory: return "memory";
+  }
+  return "view";
+}
 
 std::string join_gpu_ids(const std::vector<std::int64_t>& ids) {
   std::string s;

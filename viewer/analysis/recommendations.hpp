@@ -13,7 +13,9 @@
 /// * rule 7 skips the CPU (the plugin compared the CPU peak with the last GPU's memory and
 ///   called it "GPU-1") and skips device ids outside deviceProperties (the plugin crashed).
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/model.hpp"
@@ -38,6 +40,25 @@ enum class recommendation_kind : std::uint8_t {
   idle_gpu,             ///< a long idle gap on a GPU inside the steps
 };
 
+/// Where a finding can be seen: a view of the viewer and the state of it that shows the finding.
+struct recommendation_target {
+  /// What the state names: `view` (the view alone), `trace` (a time window of the Trace view),
+  /// `kernel` (a kernel of the Kernel view), `memory` (a device of the Memory view).
+  enum class kind_type : std::uint8_t { view, trace, kernel, memory };
+  kind_type kind = kind_type::view;
+  /// The view: "Overview", "Trace", "Kernel", "Memory" or "Distributed".
+  std::string view = "Overview";
+  /// trace: the window, in the trace's timestamps (µs), that the text talks about.
+  double start_us = 0, end_us = 0;
+  /// trace, memory: the GPU the finding is about (-1: none in particular).
+  std::int64_t device = -1;
+  /// kernel: the kernel's name.
+  std::string kernel;
+};
+
+/// "view", "trace", "kernel", "memory".
+std::string_view target_kind_name(recommendation_target::kind_type k) noexcept;
+
 /// One recommendation, as plain text and as the plugin-style HTML (`<a href=… target="_blank">`).
 struct recommendation {
   recommendation_kind kind = recommendation_kind::data_loader;
@@ -45,6 +66,7 @@ struct recommendation {
   bool extra = false;    ///< not a plugin rule (ignore for parity)
   std::string text;      ///< plain text (links removed, their labels kept)
   std::string html;      ///< one `<li>` body (without the `<li>` tags)
+  recommendation_target target;  ///< the view state that shows the finding
 };
 
 /// Thresholds of the extra rules (the plugin's thresholds are fixed and not configurable).

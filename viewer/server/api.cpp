@@ -189,7 +189,8 @@ class router {
             {"files_failed", p.files_failed},
             {"bytes_total", p.bytes_total},
             {"bytes_loaded", p.bytes_loaded},
-            {"percent", std::round(p.percent() * 10.0) / 10.0}};
+            {"percent", std::round(p.percent() * 10.0) / 10.0},
+            {"current_file", p.current_file.empty() ? ojson(nullptr) : ojson(p.current_file)}};
   }
 
   const std::string& known_run() {
@@ -210,6 +211,22 @@ class router {
     const load_progress p = s_.progress();
     j["loading"] = p.loading;
     j["progress"] = progress_json();
+    // Every discovered run, loaded or not, and the loaded run with the newest trace file.
+    ojson discovered = ojson::array();
+    const run_info* latest = nullptr;
+    const std::vector<run_info> infos = s_.discovered_runs();
+    for (const run_info& r : infos) {
+      const char* state = r.files_pending > 0 ? "loading" : r.files_loaded > 0 ? "loaded" : "failed";
+      discovered.push_back({{"run", r.name},
+                            {"state", state},
+                            {"files_loaded", r.files_loaded},
+                            {"files_pending", r.files_pending},
+                            {"files_failed", r.files_failed},
+                            {"mtime", static_cast<double>(r.newest_mtime_ns) / 1e9}});
+      if (r.files_loaded > 0 && (latest == nullptr || r.newest_mtime_ns > latest->newest_mtime_ns)) latest = &r;
+    }
+    j["discovered"] = std::move(discovered);
+    j["latest"] = latest == nullptr ? ojson(nullptr) : ojson(latest->name);
     return json_ok(dump(j));
   }
 

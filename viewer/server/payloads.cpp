@@ -15,6 +15,7 @@
 #include "analysis/overview.hpp"
 #include "kinetoscope/formats/py_number.hpp"
 #include "server/row_fields.hpp"
+#include "server/timeline.hpp"
 
 namespace kinetoscope::server::payloads {
 namespace {
@@ -562,6 +563,36 @@ ojson diff_node(const an::diff_node& node) {
   return j;
 }
 
+/// The view state that shows a finding (http-api.md#recommendations): its kind, the view, what
+/// the state names, and `state`, the URL-hash keys the app opens the view with.
+static ojson recommendation_target_json(const an::recommendation_target& t, const profile& p) {
+  ojson j{{"kind", an::target_kind_name(t.kind)}, {"view", t.view}};
+  ojson state = ojson::object();
+  switch (t.kind) {
+    case an::recommendation_target::kind_type::view: break;
+    case an::recommendation_target::kind_type::trace: {
+      j["start_us"] = json_number(t.start_us);
+      j["end_us"] = json_number(t.end_us);
+      j["device"] = t.device >= 0 ? ojson(t.device) : ojson(nullptr);
+      // The Trace view's window, relative to the timeline's t0 (the smallest event ts).
+      const double origin = p.timeline ? p.timeline->t0() : 0.0;
+      state["t0"] = json_number(t.start_us - origin);
+      state["t1"] = json_number(t.end_us - origin);
+      break;
+    }
+    case an::recommendation_target::kind_type::kernel:
+      j["kernel"] = t.kernel;
+      state["kernel_search"] = t.kernel;
+      break;
+    case an::recommendation_target::kind_type::memory:
+      j["device"] = "GPU" + std::to_string(t.device);
+      state["device"] = "GPU" + std::to_string(t.device);
+      break;
+  }
+  j["state"] = std::move(state);
+  return j;
+}
+
 ojson recommendations(const profile& p) {
   ojson out = ojson::array();
   for (const auto& r : p.report.recommendations)
@@ -570,7 +601,8 @@ ojson recommendations(const profile& p) {
                    {"extra", r.extra},
                    {"text", r.text},
                    {"html", r.html},
-                   {"numbers", recommendation_numbers(r, p)}});
+                   {"numbers", recommendation_numbers(r, p)},
+                   {"target", recommendation_target_json(r.target, p)}});
   return out;
 }
 

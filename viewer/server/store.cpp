@@ -124,6 +124,9 @@ struct store::impl {
   std::vector<std::string> order_;           ///< discovery order of files_ keys
   std::deque<std::pair<std::string, std::uint64_t>> queue_;  ///< (path, token)
   std::size_t loading_ = 0;
+  std::string current_;  ///< the absolute path being loaded (empty when none)
+  /// The current load's progress (analysis::load_options::progress_bytes), read without mutex_.
+  std::atomic<std::uint64_t> current_bytes_{0};
   bool first_scan_done_ = false;
   bool stop_ = false;
   bool started_ = false;
@@ -402,13 +405,15 @@ struct store::impl {
         rel = it->second.rel;
         bytes = it->second.file.size;
         ++loading_;
+        current_ = path;
+        current_bytes_.store(0, std::memory_order_relaxed);
       }
       std::shared_ptr<profile> p;
       std::string error;
       int error_number = 0;
       const auto t0 = clock_type::now();
       try {
-        p = load_profile(path, rel, bytes, options.max_text_bytes, error, error_number);
+        p = load_profile(path, rel, bytes, options.max_text_bytes, &current_bytes_, error, error_number);
       } catch (const std::exception& e) {
         error = rel + ": " + e.what();
       } catch (...) {
@@ -418,6 +423,7 @@ struct store::impl {
       if (p) p->load_seconds = seconds;
       std::lock_guard lock(mutex_);
       --loading_;
+      current_.clear();
       auto it = files_.find(path);
       if (it != files_.end() && it->second.token == token) {
         file_entry& e = it->second;
@@ -461,8 +467,9 @@ struct store::impl {
   }
 
   static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
-                                               std::uint64_t max_text_bytes, std::string& error, int& error_number) {
-    an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes});
+                                               std::uint64_t max_text_bytes, std::atomic<std::uint64_t>* progress,
+                                               std::string& error, int& error_number) {
+    an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes, .progress_bytes = progress});
     if (!r.ok()) {
       // Named by the path relative to the logdir: /api/status shows it.
       if (r.error) {
@@ -575,6 +582,11 @@ load_progress store::progress() const {
     } else if (e.state == file_state::failed) {
       ++p.files_failed;
       p.bytes_loaded += e.file.size;
+    } else if (e.state == file_state::loading && path == impl_->current_) {
+      // Short of the whole file until it is done (the views are computed after the parse).
+      const std::uint64_t done = impl_->current_bytes_.load(std::memory_order_relaxed);
+      p.bytes_loaded += std::min(done, e.file.size > 0 ? e.file.size - 1 : 0);
+      p.current_file = e.rel;
     }
   }
   p.loading = !impl_->idle_locked();
@@ -598,6 +610,23 @@ std::vector<std::string> store::runs() const {
   for (const auto& [path, e] : impl_->files_)
     if (e.loaded) runs.insert(e.file.run);
   return {runs.begin(), runs.end()};
+}
+
+std::vector<run_info> store::discovered_runs() const {
+  std::lock_guard lock(impl_->mutex_);
+  std::map<std::string, run_info> runs;
+  for (const auto& [path, e] : impl_->files_) {
+    if (e.state == file_state::skipped) continue;
+    run_info& r = runs[e.file.run];
+    r.name = e.file.run;
+    r.newest_mtime_ns = std::max(r.newest_mtime_ns, e.file.mtime_ns);
+    if (e.loaded) ++r.files_loaded;
+    if (e.state == file_state::queued || e.state == file_state::loading) ++r.files_pending;
+    else if (e.state == file_state::failed) ++r.files_failed;
+  }
+  std::vector<run_info> out;
+  for (auto& [name, r] : runs) out.push_back(std::move(r));
+  return out;
 }
 
 bool store::run_known(std::string_view run) const {

@@ -68,9 +68,22 @@ struct store_options {
 /// Load progress over every file discovered so far.
 struct load_progress {
   std::size_t files_total = 0, files_loaded = 0, files_failed = 0;
-  std::uint64_t bytes_total = 0, bytes_loaded = 0;  ///< bytes of files finished (loaded or failed)
+  std::uint64_t bytes_total = 0;
+  /// Bytes of files finished (loaded or failed) plus the part of the file being loaded that the
+  /// parser has finished (analysis::load_options::progress_bytes: it moves per 16 MB chunk).
+  std::uint64_t bytes_loaded = 0;
+  std::string current_file;  ///< the file being loaded (relative to the logdir), or empty
   bool loading = true;     ///< first scan not finished, or files queued/loading
   double percent() const;  ///< bytes_loaded / bytes_total * 100 (100 when nothing to load)
+};
+
+/// A run as discovered, whether or not its files have loaded yet.
+struct run_info {
+  std::string name;
+  std::size_t files_loaded = 0;   ///< files with a loaded profile
+  std::size_t files_pending = 0;  ///< files queued or loading
+  std::size_t files_failed = 0;
+  std::int64_t newest_mtime_ns = 0;  ///< the newest modification time of its trace files
 };
 
 /// Load state of one discovered file.
@@ -165,6 +178,8 @@ class store {
   std::vector<file_status> files() const;
   /// Runs with at least one loaded file, sorted.
   std::vector<std::string> runs() const;
+  /// Every run with a discovered trace file that is not skipped (loaded or not), sorted by name.
+  std::vector<run_info> discovered_runs() const;
   /// Whether some discovered file (any state) belongs to `run`.
   bool run_known(std::string_view run) const;
   /// Loaded files of `run` (with their names), in discovery order.

@@ -5,6 +5,7 @@
 import './style.css';
 import { apiGet, boundApi } from './api.js';
 import { createTable } from './components/table.js';
+import { formatBytes, formatDuration } from './components/units.js';
 import * as overview from './views/overview.js';
 import * as operator from './views/operator.js';
 import * as kernel from './views/kernel.js';
@@ -66,6 +67,15 @@ function fillSelect(select, values, selected, label = (v) => v) {
   if (selected !== null && selected !== undefined) select.value = selected;
 }
 
+/// The run select: the loaded runs, then the runs still loading (listed, not selectable).
+function fillRunSelect(selected) {
+  fillSelect(runSelect, state.runs, selected);
+  for (const r of state.pending) {
+    runSelect.append(h('option', { value: r, disabled: true, class: 'kt-run-loading' }, `${r} (loading\u2026)`));
+  }
+  if (selected !== null && selected !== undefined) runSelect.value = selected;
+}
+
 function field(labelText, control) {
   return h('label', { class: 'kt-field' }, h('span', { class: 'kt-field-label' }, labelText), control);
 }
@@ -124,9 +134,33 @@ const diffPane = h('div', { class: 'kt-pane', hidden: true },
   field('Runs', diffSel.exp_run), field('Workers', diffSel.exp_worker), field('Spans', diffSel.exp_span));
 
 const drawerClose = h('button', { type: 'button', class: 'kt-icon-button', title: 'Hide the panel', 'aria-label': 'Hide the panel' }, '\u00AB');
+// Light/dark theme: follows prefers-color-scheme until the toggle picks one, which is kept in
+// localStorage ('kt-theme') and set as html[data-theme] (style.css holds both palettes).
+const THEME_KEY = 'kt-theme';
+const darkQuery = window.matchMedia ? window.matchMedia('(prefers-color-scheme: dark)') : null;
+function storedTheme() {
+  try { return localStorage.getItem(THEME_KEY); } catch (_) { return null; }
+}
+function effectiveTheme() {
+  const t = document.documentElement.dataset.theme;
+  if (t === 'dark' || t === 'light') return t;
+  return darkQuery && darkQuery.matches ? 'dark' : 'light';
+}
+const themeToggle = h('button', { type: 'button', class: 'kt-icon-button kt-theme-toggle' });
+function showThemeToggle() {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  themeToggle.textContent = next === 'dark' ? '\u263E' : '\u2600';
+  themeToggle.title = `Switch to the ${next} theme`;
+  themeToggle.setAttribute('aria-label', themeToggle.title);
+}
+{
+  const t = storedTheme();
+  if (t === 'dark' || t === 'light') document.documentElement.dataset.theme = t;
+  showThemeToggle();
+}
 const drawerOpen = h('button', { type: 'button', class: 'kt-drawer-open', title: 'Show the panel', 'aria-label': 'Show the panel' }, '\u00BB');
 const drawer = h('aside', { class: 'kt-drawer' },
-  h('div', { class: 'kt-brand' }, h('span', { class: 'kt-logo' }, 'kinetoscope'), drawerClose),
+  h('div', { class: 'kt-brand' }, h('span', { class: 'kt-logo' }, 'kinetoscope'), h('span', {}, themeToggle, drawerClose)),
   h('div', { class: 'kt-tabs', role: 'tablist' }, tabNormal, tabDiff),
   normalPane, diffPane,
   h('div', { class: 'kt-drawer-foot' }, progressBox, filesLink));
@@ -144,6 +178,8 @@ drawerOpen.addEventListener('click', () => document.body.classList.remove('kt-dr
 const state = {
   tab: 'normal',
   runs: [],
+  pending: [],        // runs discovered whose files are still loading (none loaded yet)
+  latest: null,       // the loaded run with the newest trace file: the landing page's run
   loading: true,
   progress: null,
   sel: { run: null, view: null, worker: null, span: null },
@@ -236,7 +272,8 @@ function showEmpty() {
   if (state.loading) {
     const p = state.progress;
     const pct = p && typeof p.percent === 'number' ? ` ${p.percent.toFixed(1)}%` : '';
-    viewArea.append(h('div', { class: 'kt-empty-state' }, spinner(`Loading profiles\u2026${pct}`)));
+    const file = p && p.current_file ? ` \u00B7 ${p.current_file}` : '';
+    viewArea.append(h('div', { class: 'kt-empty-state' }, spinner(`Loading profiles\u2026${pct}${file}`)));
     return;
   }
   const box = h('div', { class: 'kt-empty-state' }, h('h2', {}, 'No runs found'));
@@ -262,7 +299,7 @@ async function cascade(pref) {
   const token = ++cascadeToken;
   const stale = () => token !== cascadeToken;
   if (!state.runs.length) {
-    fillSelect(runSelect, [], null);
+    fillRunSelect(null);
     fillSelect(viewSelect, [], null);
     fillSelect(workerSelect, [], null);
     fillSelect(spanSelect, [], null);
@@ -270,8 +307,9 @@ async function cascade(pref) {
     showEmpty();
     return;
   }
-  const run = state.runs.includes(pref.run) ? pref.run : state.runs[0];
-  fillSelect(runSelect, state.runs, run);
+  const landing = state.runs.includes(state.latest) ? state.latest : state.runs[0];
+  const run = state.runs.includes(pref.run) ? pref.run : landing;
+  fillRunSelect(run);
   if (run !== pref.run) pref = { run };
   state.sel.run = run;
   updateRunScalars(run);
@@ -417,6 +455,10 @@ function showProgress() {
   bar.firstChild.style.width = `${Math.max(0, Math.min(100, pct))}%`;
   progressBox.append(h('div', { class: 'kt-small' },
     `Loading ${pct.toFixed(1)}% \u00B7 ${p.files_loaded ?? 0}/${p.files_total ?? 0} files`), bar);
+  if (p.current_file) {
+    progressBox.append(h('div', { class: 'kt-small kt-muted kt-progress-file', title: p.current_file },
+      `${p.current_file} \u00B7 ${formatBytes(p.bytes_loaded ?? 0)} of ${formatBytes(p.bytes_total ?? 0)}`));
+  }
   const failed = p.files_failed || 0;
   filesLink.textContent = failed ? `Files (${failed} failed)` : 'Files';
   filesLink.classList.toggle('kt-files-failed', failed > 0);
@@ -450,10 +492,11 @@ async function openFiles() {
         { key: 'worker', title: 'Worker', type: 'string' },
         { key: 'span', title: 'Span', type: 'string' },
         { key: 'path', title: 'Path', type: 'string' },
-        { key: 'size', title: 'Size (bytes)', type: 'number' },
+        { key: 'size', title: 'Size', type: 'number', format: formatBytes },
         { key: 'state', title: 'State', type: 'string' },
         { key: 'warnings', title: 'Warnings', type: 'number' },
-        { key: 'load_seconds', title: 'Load (s)', type: 'number' },
+        { key: 'load_seconds', title: 'Load Time', type: 'number',
+          format: (v) => (typeof v === 'number' ? formatDuration(v * 1e6) : '') },
         { key: 'error', title: 'Error', type: 'string' },
       ],
       rows: files,
@@ -479,6 +522,11 @@ async function pollRuns() {
     const runs = Array.isArray(r.runs) ? r.runs : [];
     state.loading = !!r.loading;
     state.progress = r.progress || null;
+    state.latest = typeof r.latest === 'string' ? r.latest : null;
+    const pending = (Array.isArray(r.discovered) ? r.discovered : [])
+      .filter((d) => d.state === 'loading' && !runs.includes(d.run)).map((d) => d.run);
+    const pendingChanged = pending.join('\n') !== state.pending.join('\n');
+    state.pending = pending;
     showProgress();
     next = state.loading ? 1000 : 5000;
     const changed = runs.length !== state.runs.length || runs.some((x, i) => x !== state.runs[i]);
@@ -488,8 +536,10 @@ async function pollRuns() {
       state.runs = runs;
       if (first || (state.tab === 'normal' && !state.sel.run)) applyHash(readHash());
       else if (state.tab === 'normal' && (!runs.includes(state.sel.run) || !state.sel.view)) cascade(state.sel);
-      else if (state.tab === 'normal') fillSelect(runSelect, runs, state.sel.run);
+      else if (state.tab === 'normal') fillRunSelect(state.sel.run);
       else diffCascade(state.diff);
+    } else if (pendingChanged && state.tab === 'normal') {
+      fillRunSelect(state.sel.run);
     } else if (!runs.length && state.tab === 'normal') {
       showEmpty();
     }
@@ -522,6 +572,21 @@ window.addEventListener('hashchange', () => {
   if (location.hash === writtenHash) return;
   applyHash(readHash());
 });
+
+// Charts read the theme's colours when drawn: redraw the view when the theme changes.
+function onThemeChanged() {
+  showThemeToggle();
+  if (state.runs.length) applyHash(readHash());
+}
+themeToggle.addEventListener('click', () => {
+  const next = effectiveTheme() === 'dark' ? 'light' : 'dark';
+  document.documentElement.dataset.theme = next;
+  try { localStorage.setItem(THEME_KEY, next); } catch (_) { /* private mode */ }
+  onThemeChanged();
+});
+if (darkQuery && darkQuery.addEventListener) {
+  darkQuery.addEventListener('change', () => { if (!document.documentElement.dataset.theme) onThemeChanged(); });
+}
 
 setTab('normal', false);
 viewArea.append(h('div', { class: 'kt-empty-state' }, spinner()));

@@ -7,6 +7,15 @@ import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import './charts.css';
 import { h as el, svg } from './dom.js';
+import { formatDuration, formatBytes } from './units.js';
+
+/// The value of a CSS variable of the page (the theme's chart colours), or `fallback`.
+export function cssVar(name, fallback) {
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  return v || fallback;
+}
+
+const UNIT_FORMATS = { us: formatDuration, bytes: formatBytes };
 
 /// The palette every chart uses, in series order (colour-blind friendly first entries).
 export const colors = [
@@ -73,9 +82,18 @@ function legend(names, onHover, swatches) {
 }
 
 /// Donut chart of `items` [{name, value}] (non-positive values skipped). Hovering a slice or its
-/// legend entry shows "name: value (p%)". `valueLabel` is appended to values in the tooltip;
-/// `percentOnly` shows only "name: p%" and no total in the centre (for shares).
-export function donut(container, { title, items, valueLabel, percentOnly } = {}) {
+/// legend entry shows "name: value (p%)". `unit` ('us' or 'bytes') formats values in a unit
+/// picked by magnitude; otherwise `valueLabel` is appended to plain values. The centre shows the
+/// total under `centreLabel` (default "Total"); `total` (when larger than the items' sum) adds
+/// an "Other" slice so the centre equals the whole table the donut summarises. `percentOnly`
+/// shows only "name: p%" and no total in the centre (for shares).
+export function donut(container, { title, items, valueLabel, unit, percentOnly, total: whole, centreLabel } = {}) {
+  const show = UNIT_FORMATS[unit] || ((v) => `${fmt(v)}${valueLabel ? ` ${valueLabel}` : ''}`);
+  items = [...(items || [])];
+  if (typeof whole === 'number' && !percentOnly) {
+    const sum = items.reduce((a, d) => a + (d.value > 0 ? d.value : 0), 0);
+    if (whole - sum > Math.max(1e-9, whole * 1e-9)) items.push({ name: 'Other', value: whole - sum });
+  }
   const root = card(container, title, 'kt-donut');
   // Colours follow the items' positions, so a category keeps its colour when others are 0.
   const data = (items || []).map((d, i) => ({ ...d, color: colors[i % colors.length] }))
@@ -92,8 +110,8 @@ export function donut(container, { title, items, valueLabel, percentOnly } = {})
   const c = size / 2;
   const s = svg('svg', { viewBox: `0 0 ${size} ${size}`, width: size, height: size, class: 'kt-donut-svg' });
   const paths = [];
-  const label = (d) => percentOnly ? `${d.name}: ${(100 * d.value / total).toFixed(2)}%` : `${d.name}: ${fmt(d.value)}${valueLabel ? ` ${valueLabel}` : ''} ` +
-    `(${(100 * d.value / total).toFixed(2)}%)`;
+  const label = (d) => percentOnly ? `${d.name}: ${(100 * d.value / total).toFixed(2)}%`
+    : `${d.name}: ${show(d.value)} (${(100 * d.value / total).toFixed(2)}%)`;
   let angle = -Math.PI / 2;
   data.forEach((d, i) => {
     const frac = d.value / total;
@@ -124,9 +142,12 @@ export function donut(container, { title, items, valueLabel, percentOnly } = {})
     paths.push(shape);
     s.append(shape);
   });
-  const centre = svg('text', { x: c, y: c + 4, 'text-anchor': 'middle', class: 'kt-donut-total' });
-  centre.textContent = fmt(Math.round(total * 100) / 100);
-  if (!percentOnly) s.append(centre);
+  const centre = svg('text', { x: c, y: c + 2, 'text-anchor': 'middle', class: 'kt-donut-total' });
+  centre.textContent = UNIT_FORMATS[unit] ? show(total) : fmt(Math.round(total * 100) / 100);
+  const centreName = svg('text', { x: c, y: c + 16, 'text-anchor': 'middle', class: 'kt-donut-unit' });
+  centreName.textContent = centreLabel || (UNIT_FORMATS[unit] || !valueLabel ? 'Total' : `Total (${valueLabel})`);
+  if (!percentOnly) s.append(centre, centreName);
+  root.dataset.total = String(total);
   const highlight = (i) => paths.forEach((p, j) => p.classList.toggle('kt-dim', i >= 0 && i !== j));
   body.append(s, legend(data.map((d) => d.name), highlight, data.map((d) => d.color)));
   root.append(body);
@@ -263,8 +284,8 @@ export function lineChart(container, { title, xLabel, yLabel, x, series, height,
     legend: { show: true },
     scales: { x: { time: false } },
     axes: [
-      { label: xLabel || '', stroke: '#4b5563', grid: { stroke: '#eef0f3' }, size: 40 },
-      { label: yLabel || '', stroke: '#4b5563', grid: { stroke: '#eef0f3' }, size: 64,
+      { label: xLabel || '', stroke: cssVar('--kt-chart-axis', '#4b5563'), grid: { stroke: cssVar('--kt-chart-grid', '#eef0f3') }, size: 40 },
+      { label: yLabel || '', stroke: cssVar('--kt-chart-axis', '#4b5563'), grid: { stroke: cssVar('--kt-chart-grid', '#eef0f3') }, size: 64,
         values: (u, vals) => vals.map((v) => shortNumber(v)) },
     ],
     series: [

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // A sortable, paginated, searchable data table with CSV export, optional row expansion and
 // optional tree rows. Plain DOM, no framework; used by every view that shows a table.
+// Wide tables stay usable: a column chooser, a header and first column that stay in view while
+// the table scrolls inside its own box (so its horizontal scrollbar is always on screen), and
+// text cells on one line, elided with the full text in the cell's title (copying the cell copies
+// the full text: the ellipsis is only drawn).
 import './table.css';
 
 const PAGE_SIZES = [10, 20, 30, 50, 100];
@@ -46,8 +50,24 @@ function el(tag, cls, text) {
   return e;
 }
 
+function loadHidden(id) {
+  if (!id) return new Set();
+  try {
+    const v = JSON.parse(localStorage.getItem(`kt-hidden-columns:${id}`) || '[]');
+    return new Set(Array.isArray(v) ? v.map(String) : []);
+  } catch (_) {
+    return new Set();
+  }
+}
+
+function saveHidden(id, hidden) {
+  if (!id) return;
+  try { localStorage.setItem(`kt-hidden-columns:${id}`, JSON.stringify([...hidden])); } catch (_) { /* private mode */ }
+}
+
 /// Creates a table in `container` (appended) and returns {element, setRows, setColumns}.
-/// Options: columns [{key, title, type: 'string'|'number', tooltip?, format?(v,row)}], rows,
+/// Options: columns [{key, title, type: 'string'|'number', tooltip?, format?(v,row), wrap?}]
+/// (string cells are one line, elided, unless `wrap`), rows,
 /// sort {key, desc}, pageSize (10/20/30/50/100), search {keys, placeholder, caseSensitive},
 /// csvName, expand async (row) => HTMLElement, rowClass (row) => string, tree (rows with
 /// `children` arrays are shown collapsible; search keeps a row when it or a descendant matches).
@@ -61,6 +81,13 @@ export function createTable(container, options = {}) {
   const search = options.search || null;
   const expanded = new Set();      // expansion (row objects) for `expand`
   const open = new Set();          // open tree nodes
+  // Hidden column keys (column chooser), remembered per table kind (its CSV name).
+  const hiddenId = options.csvName ? options.csvName.replace(/\.csv$/, '') : null;
+  const hidden = loadHidden(hiddenId);
+  const visible = () => {
+    const v = columns.filter((c) => !hidden.has(c.key));
+    return v.length ? v : columns.slice(0, 1);
+  };
 
   const root = el('div', 'kt-table');
   const toolbar = el('div', 'kt-table-toolbar');
@@ -85,10 +112,44 @@ export function createTable(container, options = {}) {
   const csvButton = el('button', 'kt-button', 'Export CSV');
   csvButton.type = 'button';
   csvButton.addEventListener('click', exportCsv);
-  toolbar.append(spacer, count, csvButton);
+  // Column chooser: one checkbox per column (the first column always stays).
+  const chooser = el('details', 'kt-col-chooser');
+  const chooserSummary = el('summary', 'kt-button', 'Columns');
+  const chooserList = el('div', 'kt-col-list');
+  chooser.append(chooserSummary, chooserList);
+  // A click elsewhere closes it (the listener lives only while the list is open).
+  const closeOutside = (e) => { if (!chooser.contains(e.target)) chooser.open = false; };
+  chooser.addEventListener('toggle', () => {
+    if (chooser.open) {
+      drawChooser();
+      document.addEventListener('click', closeOutside, true);
+    } else {
+      document.removeEventListener('click', closeOutside, true);
+    }
+  });
+  toolbar.append(spacer, count, chooser, csvButton);
+
+  function drawChooser() {
+    chooserList.textContent = '';
+    columns.forEach((c, i) => {
+      const lab = el('label', 'kt-col-option');
+      const box = el('input');
+      box.type = 'checkbox';
+      box.checked = !hidden.has(c.key);
+      box.disabled = i === 0;
+      box.dataset.key = c.key;
+      box.addEventListener('change', () => {
+        if (box.checked) hidden.delete(c.key); else hidden.add(c.key);
+        saveHidden(hiddenId, hidden);
+        draw();
+      });
+      lab.append(box, ` ${c.title}`);
+      chooserList.append(lab);
+    });
+  }
 
   const scroller = el('div', 'kt-table-scroll');
-  const table = el('table', 'kt-table-grid');
+  const table = el('table', `kt-table-grid${options.expand ? ' kt-has-expand' : ''}`);
   const thead = el('thead');
   const tbody = el('tbody');
   table.append(thead, tbody);
@@ -145,7 +206,7 @@ export function createTable(container, options = {}) {
 
   function exportCsv() {
     const data = flattenAll(filterTree(rows), [], 0);
-    const blob = new Blob([toCsv(columns, data)], { type: 'text/csv;charset=utf-8' });
+    const blob = new Blob([toCsv(visible(), data)], { type: 'text/csv;charset=utf-8' });
     const a = document.createElement('a');
     a.href = URL.createObjectURL(blob);
     a.download = options.csvName || 'table.csv';
@@ -158,9 +219,11 @@ export function createTable(container, options = {}) {
   function drawHead() {
     thead.textContent = '';
     const tr = el('tr');
-    if (options.expand) tr.append(el('th', 'kt-col-expand'));
-    for (const c of columns) {
+    if (options.expand) tr.append(el('th', 'kt-col-expand kt-sticky-expand'));
+    visible().forEach((c, i) => {
       const th = el('th', c.type === 'number' ? 'kt-num' : '');
+      if (i === 0) th.classList.add('kt-sticky');
+      th.dataset.key = c.key;
       const label = el('span', 'kt-th-label', c.title);
       th.append(label);
       if (c.tooltip) {
@@ -179,16 +242,27 @@ export function createTable(container, options = {}) {
         draw();
       });
       tr.append(th);
-    }
+    });
     thead.append(tr);
   }
 
   function cell(c, row) {
-    const td = el('td', c.type === 'number' ? 'kt-num' : '');
+    const td = el('td', c.type === 'number' ? 'kt-num' : c.wrap ? 'kt-wrap' : 'kt-text');
     const v = row[c.key];
     const shown = c.format ? c.format(v, row) : c.type === 'number' ? formatNumber(v) : v;
-    if (shown instanceof Node) td.append(shown);
-    else td.textContent = shown === null || shown === undefined ? '' : String(shown);
+    if (shown instanceof Node) {
+      td.append(shown);
+    } else {
+      const text = shown === null || shown === undefined ? '' : String(shown);
+      if (c.type === 'number' || c.wrap) {
+        td.textContent = text;
+      } else {
+        // One line, elided by CSS; the title carries the whole text.
+        const span = el('span', 'kt-cell-text', text);
+        if (text) td.title = text;
+        td.append(span);
+      }
+    }
     return td;
   }
 
@@ -200,7 +274,7 @@ export function createTable(container, options = {}) {
       if (cls) tr.className = cls;
     }
     if (options.expand) {
-      const td = el('td', 'kt-col-expand');
+      const td = el('td', 'kt-col-expand kt-sticky-expand');
       const b = el('button', 'kt-expander', expanded.has(row) ? '\u2212' : '+');
       b.type = 'button';
       b.title = 'Expand';
@@ -211,8 +285,9 @@ export function createTable(container, options = {}) {
       td.append(b);
       tr.append(td);
     }
-    columns.forEach((c, i) => {
+    visible().forEach((c, i) => {
       const td = cell(c, row);
+      if (i === 0) td.classList.add('kt-sticky');
       if (options.tree && i === 0) {
         td.style.paddingLeft = `${6 + depth * 16}px`;
         if (node.kids.length) {
@@ -234,8 +309,10 @@ export function createTable(container, options = {}) {
     if (options.expand && expanded.has(row)) {
       const xr = el('tr', 'kt-expansion');
       const td = el('td');
-      td.colSpan = columns.length + 1;
+      td.colSpan = visible().length + 1;
       const box = el('div', 'kt-expansion-box', 'Loading\u2026');
+      // The expansion stays in the visible part of a wide table (no sideways scrolling).
+      if (scroller.clientWidth > 0) box.style.maxWidth = `${scroller.clientWidth - 48}px`;
       td.append(box);
       xr.append(td);
       tbody.append(xr);
@@ -294,7 +371,7 @@ export function createTable(container, options = {}) {
     if (!total) {
       const tr = el('tr', 'kt-empty');
       const td = el('td', '', query ? 'No matching rows' : 'No data');
-      td.colSpan = columns.length + (options.expand ? 1 : 0);
+      td.colSpan = visible().length + (options.expand ? 1 : 0);
       tr.append(td);
       tbody.append(tr);
     }

@@ -7,6 +7,7 @@ import './diff.css';
 import { createTable } from '../components/table.js';
 import { lineChart, colors } from '../components/charts.js';
 import { h, svg, titledCard as card } from '../components/dom.js';
+import { formatDuration } from '../components/units.js';
 
 const GROUPS = [
   { id: 'host', title: 'Host Duration', key: 'host_duration' },
@@ -19,7 +20,7 @@ const num = (v) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
 const fmt = (v) => {
   if (v === null || v === undefined) return '';
   if (typeof v !== 'number') return String(v);
-  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+  return v.toLocaleString('en-US', { maximumFractionDigits: 2 });
 };
 const fmtPct = (v) => (v === null || v === undefined ? '\u2014' : `${v.toFixed(2)}%`);
 
@@ -68,16 +69,21 @@ export function operatorRows(left, right) {
   return rows;
 }
 
+const fmtUs = (v) => (typeof v === 'number' ? `${v > 0 ? '+' : ''}${formatDuration(v)}` : fmt(v));
+
 function tableColumns(groups) {
   const cols = [{ key: 'operator', title: 'Operator', type: 'string' }];
-  const four = (prefix, title) => [
-    { key: `${prefix}_base`, title: `Baseline ${title}`, type: 'number', format: fmt },
-    { key: `${prefix}_exp`, title: `Exp ${title}`, type: 'number', format: fmt },
-    { key: `${prefix}_delta`, title: `Delta ${title}`, type: 'number', format: fmt },
+  const four = (prefix, title, f, fd) => [
+    { key: `${prefix}_base`, title: `Baseline ${title}`, type: 'number', format: f },
+    { key: `${prefix}_exp`, title: `Exp ${title}`, type: 'number', format: f },
+    { key: `${prefix}_delta`, title: `Delta ${title}`, type: 'number', format: fd },
     { key: `${prefix}_pct`, title: `Delta ${title}%`, type: 'number', format: fmtPct },
   ];
-  cols.push(...four('calls', 'Calls'));
-  for (const g of GROUPS) if (groups.includes(g.id)) cols.push(...four(g.id, `${g.title.replace(' Duration', '')} Duration (us)`));
+  cols.push(...four('calls', 'Calls', (v) => (typeof v === 'number' ? v.toLocaleString('en-US') : fmt(v)),
+    (v) => (typeof v === 'number' ? `${v > 0 ? '+' : ''}${v.toLocaleString('en-US')}` : fmt(v))));
+  for (const g of GROUPS) {
+    if (groups.includes(g.id)) cols.push(...four(g.id, g.title, (v) => (typeof v === 'number' ? formatDuration(v) : fmt(v)), fmtUs));
+  }
   return cols;
 }
 
@@ -128,10 +134,10 @@ function comboChart(box, children, onBar, tooltip) {
     s.appendChild(r);
   }
   const yl = svg('text', { x: 14, y: m.t + ph / 2, class: 'diff-axis-title', transform: `rotate(-90 14 ${m.t + ph / 2})`, 'text-anchor': 'middle' });
-  yl.textContent = 'Time (us)';
+  yl.textContent = 'Time (µs)';
   s.appendChild(yl);
   const yr = svg('text', { x: width - 10, y: m.t + ph / 2, class: 'diff-axis-title', transform: `rotate(90 ${width - 10} ${m.t + ph / 2})`, 'text-anchor': 'middle' });
-  yr.textContent = 'Accumulated Time (us)';
+  yr.textContent = 'Accumulated Time (µs)';
   s.appendChild(yr);
   const slot = pw / Math.max(1, n);
   const bw = Math.max(1, Math.min(28, slot * 0.38));
@@ -139,8 +145,8 @@ function comboChart(box, children, onBar, tooltip) {
   children.forEach((c, i) => {
     const cx = m.l + slot * (i + 0.5);
     const name = (c.left && c.left.name) || (c.right && c.right.name) || c.path;
-    const tip = `${name}\nBaseline: ${fmt(base[i])} us\nExperiment: ${fmt(exp[i])} us\n` +
-      `Baseline Trend: ${fmt(baseTrend[i])} us\nExp Trend: ${fmt(expTrend[i])} us`;
+    const tip = `${name}\nBaseline: ${formatDuration(base[i])}\nExperiment: ${formatDuration(exp[i])}\n` +
+      `Baseline Trend: ${formatDuration(baseTrend[i])}\nExp Trend: ${formatDuration(expTrend[i])}`;
     const g = svg('g', { class: 'diff-bar-group' });
     g.dataset.path = c.path;
     [[base[i], pal[0], -bw], [exp[i], pal[1], 0]].forEach(([v, color, dx]) => {
@@ -283,7 +289,7 @@ export async function render(el, ctx) {
     const chart = lineChart(diffBox, {
       title: '',
       xLabel: 'Child',
-      yLabel: 'Time Difference (us)',
+      yLabel: 'Time Difference (µs)',
       x,
       series: [
         { name: 'Diff', values: diffs, stepped: true },
@@ -325,9 +331,15 @@ export async function render(el, ctx) {
     crumb.textContent = `${path === '0' ? 'Top level' : `Level ${path.split('-').length - 1}`}: ${name} (path ${path})`;
     const children = Array.isArray(node.children) ? node.children : [];
     if (children.length === 0) {
-      // Nothing to drill into: compare the node itself, under the plugin's message.
+      // Nothing to drill into: compare the node itself. At the top level this is the first
+      // screen, so say why and what to pick instead (not just "no more level").
       comboChart(comboBox, [{ left: node.left, right: node.right, path }], () => {}, tooltip);
-      comboBox.insertBefore(h('div', 'diff-note', 'No more level to show.'), comboBox.firstChild);
+      const why = path === '0'
+        ? 'These two spans have nothing below their top level to compare step by step (no operators or ' +
+          'profiler steps under it). Pick other spans for the baseline and the experiment in the panel ' +
+          '(a span with operators, such as a training step), or compare the operator totals in the table below.'
+        : 'No more level to show: this node has no children. Use "Go Back" to return to its parent.';
+      comboBox.insertBefore(h('div', path === '0' ? 'diff-note diff-first-empty' : 'diff-note', why), comboBox.firstChild);
     } else {
       comboChart(comboBox, children, (c) => {
         if (ctx.setHash) ctx.setHash({ diff_path: c.path });

@@ -5,6 +5,7 @@
 import { createTable } from '../components/table.js';
 import { donut } from '../components/charts.js';
 import { topNControl, groupBySelect, h } from '../components/controls.js';
+import { unitColumn } from '../components/units.js';
 
 const GROUPS = [
   { value: 'Kernel', label: 'Kernel Name' },
@@ -15,9 +16,14 @@ const GROUPS = [
 /// by column index.
 export function genericTable(data) {
   const cols = (data && data.columns) || [];
-  const columns = cols.map((c, i) => ({
-    key: `c${i}`, title: c.name, type: c.type === 'number' ? 'number' : 'string', tooltip: c.tooltip,
-  }));
+  // "Total Duration (us)" -> "Total Duration" with values shown as µs/ms/s by magnitude.
+  const columns = cols.map((c, i) => {
+    const u = c.type === 'number' ? unitColumn(c.name) : null;
+    return {
+      key: `c${i}`, title: u ? u.title : c.name, type: c.type === 'number' ? 'number' : 'string', tooltip: c.tooltip,
+      format: u ? u.format : undefined, serverName: c.name,
+    };
+  });
   const rows = ((data && data.rows) || []).map((r) => {
     const o = {};
     r.forEach((v, i) => { o[`c${i}`] = v; });
@@ -63,7 +69,9 @@ export async function render(el, ctx) {
     totalBox.textContent = '';
     const sorted = [...pieRows].sort((a, b) => b[1] - a[1]);
     const shown = n > 0 ? sorted.slice(0, n) : sorted;
-    donut(totalBox, { title: 'Total Time (us)', items: shown.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), valueLabel: 'us' });
+    const whole = sorted.reduce((a, r) => a + Math.max(0, Number(r[1]) || 0), 0);
+    donut(totalBox, { title: 'Total Time', items: shown.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), unit: 'us',
+      total: whole, centreLabel: 'Total of the table' });
   };
   const top = topNControl({
     allLabel: 'All kernels', topLabel: 'Top kernels to show', max: pieRows.length, value: ctx.hash.kernel_top,
@@ -79,9 +87,15 @@ export async function render(el, ctx) {
   tableCard.append(h('h2', 'kt-card-title', 'Kernels'));
   const controls = h('div', 'kt-controls');
   const { label: lab, select } = groupBySelect(GROUPS, groupBy);
-  let nameQuery = '';
+  // A link may name a kernel (kernel_search in the URL, e.g. from a recommendation): shown filtered.
+  let nameQuery = typeof ctx.hash.kernel_search === 'string' ? ctx.hash.kernel_search : '';
   let opQuery = '';
-  const nameSearch = searchBox('Search by Kernel Name', (q) => { nameQuery = q; applyFilter(); });
+  const nameSearch = searchBox('Search by Kernel Name', (q) => {
+    nameQuery = q;
+    ctx.setHash({ kernel_search: q || null });
+    applyFilter();
+  });
+  nameSearch.value = nameQuery;
   const opSearch = searchBox('Search by Operator Name', (q) => { opQuery = q; applyFilter(); });
   controls.append(lab, nameSearch, opSearch);
   const tableBox = h('div');
@@ -107,7 +121,7 @@ export async function render(el, ctx) {
       return;
     }
     all = genericTable(data.data);
-    const find = (t) => { const c = all.columns.find((x) => x.title === t); return c ? c.key : null; };
+    const find = (t) => { const c = all.columns.find((x) => x.serverName === t); return c ? c.key : null; };
     nameKey = find('Name');
     opKey = find('Operator');
     opSearch.hidden = !opKey;

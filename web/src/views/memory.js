@@ -6,18 +6,23 @@ import './memory.css';
 import { createTable } from '../components/table.js';
 import { lineChart } from '../components/charts.js';
 import { h, titledCard as card } from '../components/dom.js';
+import { unitColumn } from '../components/units.js';
 
 const EMPTY_MESSAGE = 'This profile has no memory events (record with profile_memory=True)';
 
 /// Table columns from a plugin column list ([{name, type, tooltip}]); keys are c0, c1, ...
+/// Sizes ("(KB)") and times ("(ms)") are shown in a unit picked by magnitude.
 function tableColumns(cols) {
-  return cols.map((c, i) => ({
-    key: `c${i}`,
-    title: c.name,
-    type: c.type === 'number' ? 'number' : 'string',
-    tooltip: c.tooltip || undefined,
-    format: c.type === 'number' ? formatNumber : undefined,
-  }));
+  return cols.map((c, i) => {
+    const u = c.type === 'number' ? unitColumn(c.name) : null;
+    return {
+      key: `c${i}`,
+      title: u ? u.title : c.name,
+      type: c.type === 'number' ? 'number' : 'string',
+      tooltip: c.tooltip || undefined,
+      format: u ? u.format : c.type === 'number' ? formatNumber : undefined,
+    };
+  });
 }
 
 function formatNumber(v) {
@@ -52,9 +57,9 @@ export async function render(el, ctx) {
   root.appendChild(status);
 
   const [stats, curve, events] = await Promise.all([
-    ctx.api('memory', { memory_metric: 'KB' }),
+    ctx.api('memory', { memory_metric: 'B' }),
     ctx.api('memory_curve', { time_metric: 'ms', memory_metric: 'MB' }),
-    ctx.api('memory_events', { time_metric: 'ms', memory_metric: 'KB' }),
+    ctx.api('memory_events', { time_metric: 'ms', memory_metric: 'B' }),
   ]);
   // Each body lists only its devices with rows (as the plugin): offer every device any of the
   // three has, so a device with a curve but no operator statistics stays selectable.
@@ -73,9 +78,16 @@ export async function render(el, ctx) {
   const meta = (curve && curve.metadata) || {};
   const timeFactor = meta.time_factor || 0.001;
   const firstTs = meta.first_ts || 0;
+  // Open on a device that has data: the one in the URL, else the server's default device, else
+  // the first device with curve points or events (a CPU-only curve next to an empty GPU, say).
+  const hasData = (d) => ((curve && curve.rows && curve.rows[d]) || []).length > 0
+    || ((events && events.rows && events.rows[d]) || []).length > 0
+    || ((stats && stats.rows && stats.rows[d]) || []).length > 0;
   const wanted = ctx.hash && ctx.hash.device;
-  // The bodies' rule for default_device, over all their devices: the first GPU, else the first.
-  let device = devices.includes(wanted) ? wanted : (devices.find((d) => d.startsWith('GPU')) ?? devices[0]);
+  // The bodies' rule for default_device, over all their devices (the first GPU, else the
+  // first), unless the URL names one; then the first of those that has data.
+  const preferred = [wanted, devices.find((d) => d.startsWith('GPU')), ...devices].filter((d) => devices.includes(d));
+  let device = preferred.find(hasData) || preferred[0];
   let range = null;  // {start_ts, end_ts} absolute µs, or null for the whole profile
   let generation = 0;  // drops answers of superseded requests
   const cleanups = [];
@@ -147,7 +159,8 @@ export async function render(el, ctx) {
     const rows = sizeKey === null ? eventsAll : eventsAll.filter((r) => {
       const v = r[sizeKey];
       if (typeof v !== 'number') return lo === null && hi === null;
-      return (lo === null || v >= lo) && (hi === null || v <= hi);
+      // The tables hold exact bytes; the boxes are in KB.
+      return (lo === null || v >= lo * 1024) && (hi === null || v <= hi * 1024);
     });
     eventsTable.setRows(rows);
     const parts = [];
@@ -193,11 +206,11 @@ export async function render(el, ctx) {
     if (resetFilter && sizeKey !== null) {
       let max = 0;
       for (const r of eventsAll) if (typeof r[sizeKey] === 'number' && r[sizeKey] > max) max = r[sizeKey];
-      // The plugin's initial filter [max/4, max]; the hint says so and "Show all sizes" clears it.
-      const step = max > 0 ? 10 ** (Math.floor(Math.log10(max)) - 3) : 1;
+      // No size filter at first: every event is listed (the boxes narrow it down).
+      const step = max > 0 ? 10 ** (Math.floor(Math.log10(max / 1024)) - 3) : 1;
       minBox.step = maxBox.step = String(step);
-      minBox.value = max > 0 ? String(Math.floor(max / 4 / step) * step) : '';
-      maxBox.value = max > 0 ? String(max) : '';
+      minBox.value = '';
+      maxBox.value = '';
     }
     const opIdx = cols.findIndex((c) => c.type === 'string');
     eventsTable = createTable(eventsBox, {
@@ -273,8 +286,8 @@ export async function render(el, ctx) {
     statsBox.classList.add('mem-loading');
     try {
       const [s, ev] = await Promise.all([
-        ctx.api('memory', { ...params, memory_metric: 'KB' }),
-        ctx.api('memory_events', { ...params, time_metric: 'ms', memory_metric: 'KB' }),
+        ctx.api('memory', { ...params, memory_metric: 'B' }),
+        ctx.api('memory_events', { ...params, time_metric: 'ms', memory_metric: 'B' }),
       ]);
       if (my !== generation) return;
       statsPayload = s && s.rows ? s : { ...statsPayload, rows: {} };

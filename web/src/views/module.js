@@ -7,6 +7,7 @@ import './module.css';
 import { createTable } from '../components/table.js';
 import { colors } from '../components/charts.js';
 import { h, svg, titledCard as card } from '../components/dom.js';
+import { formatDuration, unitColumn } from '../components/units.js';
 
 const LEVEL_PX = 25;
 
@@ -63,7 +64,7 @@ function drawFlame(box, root, tooltip) {
         t.textContent = c.node.name.length > chars ? `${c.node.name.slice(0, Math.max(1, chars - 1))}…` : c.node.name;
         g.appendChild(t);
       }
-      const text = `${c.node.name} (module id: ${c.node.id}): ${fmt(value(c.node))} us`;
+      const text = `${c.node.name} (module id: ${c.node.id}): ${formatDuration(value(c.node))}`;
       g.addEventListener('mousemove', (ev) => {
         tooltip.textContent = text;
         tooltip.hidden = false;
@@ -201,12 +202,19 @@ export async function render(el, ctx) {
   const tableBox = h('div', 'mod-table');
   tableCard.body.appendChild(tableBox);
   root.appendChild(tableCard.card);
-  const columns = (payload.columns || []).map((c) => ({
-    key: c.key,
-    title: c.name,
-    type: c.type === 'number' ? 'number' : 'string',
-    format: c.type === 'number' ? fmt : undefined,
-  }));
+  // Durations (the "... Time" columns, in µs as the plugin's) in µs/ms/s by magnitude; other
+  // numbers as they are.
+  const columns = (payload.columns || []).map((c) => {
+    const u = c.type !== 'number' ? null
+      : / Time$/.test(c.name) ? { title: c.name, format: (v) => (typeof v === 'number' ? formatDuration(v) : v ?? '') }
+        : unitColumn(c.name);
+    return {
+      key: c.key,
+      title: u ? u.title : c.name,
+      type: c.type === 'number' ? 'number' : 'string',
+      format: u ? u.format : c.type === 'number' ? fmt : undefined,
+    };
+  });
   createTable(tableBox, {
     columns,
     rows: payload.data,
@@ -219,7 +227,11 @@ export async function render(el, ctx) {
   root.appendChild(flameCard.card);
   const tops = payload.data;
   const wanted = Number((ctx.hash || {}).module);
-  let index = Number.isInteger(wanted) && wanted >= 0 && wanted < tops.length ? wanted : 0;
+  // Without a choice in the URL, open on the model root: the top-level module that takes the
+  // most time (the model, not a loss or a helper called next to it).
+  let rootIndex = 0;
+  tops.forEach((m, i) => { if (value(m) > value(tops[rootIndex])) rootIndex = i; });
+  let index = Number.isInteger(wanted) && wanted >= 0 && wanted < tops.length ? wanted : rootIndex;
   if (tops.length > 1) {
     const label = h('label', 'mod-label', 'Module ');
     const select = h('select', 'mod-select');

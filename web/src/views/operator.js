@@ -5,6 +5,7 @@
 import { createTable } from '../components/table.js';
 import { donut } from '../components/charts.js';
 import { topNControl, groupBySelect, h } from '../components/controls.js';
+import { formatDuration } from '../components/units.js';
 
 const GROUPS = [
   { value: 'Operation', label: 'Operator' },
@@ -20,10 +21,11 @@ export function operatorColumns(rows, tooltips = {}, byShape = false) {
   const cols = [{ key: 'name', title: 'Name', type: 'string' }];
   if (byShape) cols.push({ key: 'input_shape', title: 'Input Shape', type: 'string' });
   cols.push({ key: 'calls', title: 'Calls', type: 'number' });
-  if (has('device_self_duration')) cols.push({ key: 'device_self_duration', title: 'Device Self Duration (us)', type: 'number' });
-  if (has('device_total_duration')) cols.push({ key: 'device_total_duration', title: 'Device Total Duration (us)', type: 'number' });
-  cols.push({ key: 'host_self_duration', title: 'Host Self Duration (us)', type: 'number' });
-  cols.push({ key: 'host_total_duration', title: 'Host Total Duration (us)', type: 'number' });
+  const us = (v) => formatDuration(v);
+  if (has('device_self_duration')) cols.push({ key: 'device_self_duration', title: 'Device Self Duration', type: 'number', format: us });
+  if (has('device_total_duration')) cols.push({ key: 'device_total_duration', title: 'Device Total Duration', type: 'number', format: us });
+  cols.push({ key: 'host_self_duration', title: 'Host Self Duration', type: 'number', format: us });
+  cols.push({ key: 'host_total_duration', title: 'Host Total Duration', type: 'number', format: us });
   if (has('tc_eligible')) cols.push({ key: 'tc_eligible', title: 'Tensor Cores Eligible', type: 'string', tooltip: tooltips.tc_eligible });
   if (has('tc_self_ratio')) cols.push({ key: 'tc_self_ratio', title: 'Tensor Cores Self(%)', type: 'number', tooltip: tooltips.tc_self_ratio, format: pct });
   if (has('tc_total_ratio')) cols.push({ key: 'tc_total_ratio', title: 'Tensor Cores Total(%)', type: 'number', tooltip: tooltips.tc_total_ratio, format: pct });
@@ -38,12 +40,29 @@ export function parseFrames(callStack) {
   });
 }
 
+/// Whether a frame belongs to a library rather than the user's code: PyTorch itself, installed
+/// packages, the Python standard library and interpreter-internal frames.
+export function isLibraryFrame(f) {
+  const where = (f.file || f.raw || '').replace(/\\/g, '/');
+  if (!f.file) return true;
+  return /^<|\/(site|dist)-packages\/|(^|\/)torch\/|\/lib\/python\d[\d.]*\/|(^|\/)(threading|runpy|contextlib|functools)\.py$/.test(where);
+}
+
+/// The most useful frame of a stack: the first (innermost) frame of the user's code, else the
+/// first frame.
+export function usefulFrame(frames) {
+  return frames.find((f) => !isLibraryFrame(f)) || frames[0] || null;
+}
+
+const frameText = (f) => (f.file ? `${f.func ? `${f.func} ` : ''}${f.file}:${f.line}` : f.raw);
+
 function framesList(callStack) {
   const frames = parseFrames(callStack);
   if (!frames.length) return h('div', 'kt-muted kt-small', 'No call frames recorded.');
   const ol = h('ol', 'kt-frames');
+  const best = usefulFrame(frames);
   for (const f of frames) {
-    const li = h('li');
+    const li = h('li', f === best ? 'kt-frame-user' : isLibraryFrame(f) ? 'kt-frame-lib' : '');
     if (f.file) {
       li.append(h('code', 'kt-frame-func', f.func || ''), ' ', h('code', 'kt-frame-file', `${f.file}:${f.line}`));
     } else {
@@ -63,8 +82,12 @@ async function stackTable(ctx, row, groupBy) {
   box.append(h('div', 'kt-small kt-muted', `Call stacks of ${row.name}: ${rows.length}`));
   const meta = (data && data.metadata) || {};
   const cols = operatorColumns(rows, meta.tooltips || {}, false);
-  cols.push({ key: 'call_stack', title: 'Call Stack', type: 'string',
-    format: (v) => { const f = parseFrames(v); return f.length ? `${f.length} frames: ${f[0].raw}` : ''; } });
+  cols.splice(1, 0, { key: 'call_stack', title: 'Call Stack', type: 'string',
+    format: (v) => {
+      const f = parseFrames(v);
+      const best = usefulFrame(f);
+      return best ? `${frameText(best)} (${f.length} frame${f.length === 1 ? '' : 's'})` : '';
+    } });
   createTable(box, {
     columns: cols,
     rows,
@@ -100,7 +123,9 @@ export async function render(el, ctx) {
       const sorted = [...(p.rows || [])].sort((a, b) => b[1] - a[1]);
       const shown = n > 0 ? sorted.slice(0, n) : sorted;
       const box = h('div');
-      donut(box, { title: p.title, items: shown.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), valueLabel: 'us' });
+      const whole = sorted.reduce((a, r) => a + Math.max(0, Number(r[1]) || 0), 0);
+      donut(box, { title: String(p.title || '').replace(/\s*\(us\)$/, ''), items: shown.map((r) => ({ name: String(r[0]), value: Number(r[1]) })), unit: 'us',
+        total: whole, centreLabel: 'Total of the table' });
       grid.append(box);
     }
     if (!present.length) grid.append(h('div', 'kt-muted', 'No operator time recorded.'));

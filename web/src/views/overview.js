@@ -103,7 +103,7 @@ function executionCard(perf) {
   createTable(tableBox, {
     columns: [
       { key: 'name', title: 'Category', type: 'string' },
-      { key: 'value', title: 'Time Duration (us)', type: 'number' },
+      { key: 'value', title: 'Time Duration (µs)', type: 'number' },
       { key: 'extra', title: 'Percentage (%)', type: 'number' },
     ],
     rows,
@@ -113,7 +113,9 @@ function executionCard(perf) {
   });
   const pieBox = h('div');
   const children = root ? root.children || [] : [];
-  donut(pieBox, { items: children.map((k) => ({ name: k.name, value: Number(k.value) })), valueLabel: 'us' });
+  // The centre is the table's first row (the whole step), labelled with its name.
+  donut(pieBox, { items: children.map((k) => ({ name: k.name, value: Number(k.value) })), unit: 'us',
+    total: root ? Number(root.value) : undefined, centreLabel: root ? root.name : undefined });
   body.append(tableBox, pieBox);
   c.append(body);
   return c;
