@@ -5,11 +5,14 @@
 // Called by web/tests/browser.mjs with its context (see there).
 
 /// Legend labels of the donut titled `title` in the Operator view, or null while absent.
+/// (The title is shown without its "(us)": the values are shown in units.) The "Other" slice
+/// (rows beyond the top N) is left out.
 function legendJs(title) {
+  const bare = title.replace(/\s*\(us\)$/, '');
   const chart = [...document.querySelectorAll('.kt-donut')]
-    .find((c) => (c.querySelector('.kt-chart-title') || {}).textContent === title);
+    .find((c) => (c.querySelector('.kt-chart-title') || {}).textContent === bare);
   if (!chart) return null;
-  const labels = [...chart.querySelectorAll('.kt-legend-label')].map((l) => l.textContent);
+  const labels = [...chart.querySelectorAll('.kt-legend-label')].map((l) => l.textContent).filter((l) => l !== 'Other');
   return labels.length ? labels : null;
 }
 
@@ -29,8 +32,8 @@ export async function run(ctx) {
   await page.selectOption('select:has(option[value="OperationAndInputShape"])', 'OperationAndInputShape');
   const after = await waitFor(page, (want) => {
     const chart = [...document.querySelectorAll('.kt-donut')]
-      .find((c) => (c.querySelector('.kt-chart-title') || {}).textContent === 'Host Self Time (us)');
-    const labels = chart ? [...chart.querySelectorAll('.kt-legend-label')].map((l) => l.textContent) : [];
+      .find((c) => (c.querySelector('.kt-chart-title') || {}).textContent === 'Host Self Time');
+    const labels = chart ? [...chart.querySelectorAll('.kt-legend-label')].map((l) => l.textContent).filter((l) => l !== 'Other') : [];
     return labels.join('|') === want ? labels : null;
   }, wantShape.join('|'), 15000);
   const shown = after || await page.evaluate(legendJs, 'Host Self Time (us)');

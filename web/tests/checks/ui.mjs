@@ -348,6 +348,19 @@ export async function run(ctx) {
   // ---------------------------------------------------------------------------------------
   // 7: dark mode. The toggle changes the page's colours and is remembered; prefers-color-scheme
   // dark starts dark.
+  // The page's colours once its cards and chart axes are drawn (null while a re-render after a
+  // theme change has them absent), for the theme `want` ('' for any).
+  const coloursJs = (want) => {
+    const card = document.querySelector('.kt-card');
+    const axis = document.querySelector('.kt-axis');
+    const theme = document.documentElement.dataset.theme || '';
+    if (!card || !axis || (want && theme !== want)) return null;
+    const lum = (c) => { const m = c.match(/\d+(\.\d+)?/g).map(Number); return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
+    const bg = getComputedStyle(document.body).backgroundColor;
+    const text = getComputedStyle(document.body).color;
+    return { bg, bgLum: lum(bg), textLum: lum(text), card: lum(getComputedStyle(card).backgroundColor),
+      axisLum: lum(getComputedStyle(axis).fill), theme };
+  };
   const colours = () => page.evaluate(() => {
     const card = document.querySelector('.kt-card');
     const lum = (c) => { const m = c.match(/\d+(\.\d+)?/g).map(Number); return (0.2126 * m[0] + 0.7152 * m[1] + 0.0722 * m[2]) / 255; };
@@ -364,8 +377,7 @@ export async function run(ctx) {
   const light = await colours();
   check(light.bgLum > 0.8 && light.textLum < 0.3, `Theme: light by default with a light system (${JSON.stringify(light)})`);
   await page.click('.kt-theme-toggle');
-  const dark = await waitFor(page, () => (document.documentElement.dataset.theme === 'dark' && document.querySelector('.kt-axis') ? true : null), null, 10000)
-    ? await colours() : null;
+  const dark = await waitFor(page, coloursJs, 'dark', 10000);
   check(dark && dark.bg !== light.bg && dark.bgLum < 0.2 && dark.textLum > 0.7 && dark.card < 0.2 && dark.axisLum > 0.5,
     `Theme: the toggle switches to dark, text and chart axes stay readable (${JSON.stringify(dark)})`);
   await shot(page, opts.out, 'overview-dark.png');
