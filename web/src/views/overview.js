@@ -5,6 +5,7 @@ import { createTable } from '../components/table.js';
 import { donut, stackedColumns } from '../components/charts.js';
 import './overview.css';
 import { h } from '../components/dom.js';
+import { formatDuration } from '../components/units.js';
 
 const STEP_HELP = 'Kernel: GPU kernel execution time.\nMemcpy: GPU memory copy time.\n' +
   'Memset: GPU memory set time.\nCommunication: communication time.\nRuntime: CUDA runtime time on the host ' +
@@ -103,7 +104,7 @@ function executionCard(perf) {
   createTable(tableBox, {
     columns: [
       { key: 'name', title: 'Category', type: 'string' },
-      { key: 'value', title: 'Time Duration (µs)', type: 'number' },
+      { key: 'value', title: 'Time Duration', type: 'number', format: (v) => formatDuration(Number(v)) },
       { key: 'extra', title: 'Percentage (%)', type: 'number' },
     ],
     rows,
