@@ -9,8 +9,8 @@
 /// per event, the largest structure) are built during the load for the views; they stay with
 /// the profile only when model + timeline + trees fit in the JSON text's bytes (GPU traces with
 /// long args: ~0.5x). Otherwise (many small CPU events, ~137 bytes of JSON each) they are
-/// dropped, and the few requests that need them again (operator call stacks, Diff, a memory
-/// range the index cannot answer) rebuild them through store::trees(), which keeps the most
+/// dropped, and the few requests that need them again (operator call stacks, Diff, the Module
+/// view's operator tree, a memory range the index cannot answer) rebuild them through store::trees(), which keeps the most
 /// recently used ones within store_options::tree_cache_bytes.
 /// A file that fails to load keeps its error for the UI and never stops the others.
 /// Thread-safe: every public member may be called from any thread.
