@@ -1620,16 +1620,21 @@ TEST_CASE("store: progress moves in bytes during one big load, names the file; /
   sampler.join();
   REQUIRE(idle);
 
+  // One check over all samples (thousands of them): counts of the samples breaking each rule.
   std::set<std::uint64_t> partial;
+  std::size_t over_total = 0, over_loaded = 0, partial_wrong_total = 0;
   for (const auto& p : samples) {
-    CHECK(p.bytes_total <= total);
-    CHECK(p.bytes_loaded <= p.bytes_total);
+    over_total += p.bytes_total > total;
+    over_loaded += p.bytes_loaded > p.bytes_total;
     if (p.current_file == "big/big.pt.trace.json" && p.bytes_loaded > 0 && p.bytes_loaded < total) {
-      CHECK(p.bytes_total == total);
+      partial_wrong_total += p.bytes_total != total;
       partial.insert(p.bytes_loaded);
     }
   }
   CAPTURE(samples.size());
+  CHECK(over_total == 0);
+  CHECK(over_loaded == 0);
+  CHECK(partial_wrong_total == 0);
   CHECK(!partial.empty());
   CHECK(listed_loading);
   const auto end = s.progress();
