@@ -35,6 +35,7 @@
 #include "kinetoscope/tensorboard/tfevents.hpp"
 #include "../module_fixture.hpp"
 #include "../run_command.hpp"
+#include "../small_events_trace.hpp"
 #include "server/api.hpp"
 #include "server/row_fields.hpp"
 #include "server/store.hpp"
@@ -85,84 +86,68 @@ std::string read_file(const fs::path& p) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-/// A trace with memory events, written by the core library (times in µs after the base time).
-std::string memory_trace_text() {
+/// A trace of one thread's operators and memory events written by the core library, times in µs
+/// after the base time.
+struct memory_trace_builder {
   kinetoscope::trace_data d;
-  d.pid = 77;
-  d.profile_memory = true;
-  const std::int64_t base = kinetoscope::base_time_ns();
-  auto ns = [&](double us) { return base + static_cast<std::int64_t>(us * 1000); };
+  std::int64_t base = kinetoscope::base_time_ns();
+  decltype(kinetoscope::cpu_event::tid) tid;
   std::int64_t ext = 0;
-  auto op = [&](std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
+  memory_trace_builder(decltype(kinetoscope::trace_data::pid) pid, decltype(kinetoscope::cpu_event::tid) thread)
+      : tid(thread) {
+    d.pid = pid;
+    d.profile_memory = true;
+  }
+  std::int64_t ns(double us) const { return base + static_cast<std::int64_t>(us * 1000); }
+  void op(std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
     kinetoscope::cpu_event ev;
     ev.start_ns = ns(s);
     ev.end_ns = ns(e);
-    ev.tid = 4242;
-    ev.end_tid = 4242;
+    ev.tid = tid;
+    ev.end_tid = tid;
     ev.name = d.intern(name);
     ev.category = cat;
     ev.external_id = ++ext;
     d.events.push_back(ev);
-  };
-  auto mem = [&](double t, std::uint64_t addr, std::int64_t bytes, std::int64_t total) {
+  }
+  void mem(double t, std::uint64_t addr, std::int64_t bytes, std::int64_t total, kinetoscope::device_type dev,
+           std::int16_t id) {
     kinetoscope::memory_event m;
     m.time_ns = ns(t);
-    m.tid = 4242;
+    m.tid = tid;
     m.addr = addr;
     m.bytes = bytes;
     m.total_allocated = total;
     m.total_reserved = 4096;
-    m.device = static_cast<kinetoscope::device_type>(0);
-    m.device_id = -1;
+    m.device = dev;
+    m.device_id = id;
     d.memory.push_back(m);
-  };
-  op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
-  op("aten::linear", 1010, 1060, kinetoscope::cpu_category::cpu_op);
-  op("aten::empty", 1012, 1014, kinetoscope::cpu_category::cpu_op);
-  mem(1012.5, 0x1000, 1024, 1024);   // aten::empty allocates 1 KB
-  mem(1030, 0x2000, 2048, 3072);     // aten::linear allocates 2 KB
-  mem(1070, 0x1000, -1024, 2048);    // freed outside any operator
-  return kinetoscope::chrome_trace_string(d);
+  }
+};
+
+/// A trace with memory events, written by the core library (times in µs after the base time).
+std::string memory_trace_text() {
+  memory_trace_builder b(77, 4242);
+  const auto cpu = kinetoscope::device_type::cpu;
+  b.op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
+  b.op("aten::linear", 1010, 1060, kinetoscope::cpu_category::cpu_op);
+  b.op("aten::empty", 1012, 1014, kinetoscope::cpu_category::cpu_op);
+  b.mem(1012.5, 0x1000, 1024, 1024, cpu, -1);   // aten::empty allocates 1 KB
+  b.mem(1030, 0x2000, 2048, 3072, cpu, -1);     // aten::linear allocates 2 KB
+  b.mem(1070, 0x1000, -1024, 2048, cpu, -1);    // freed outside any operator
+  return kinetoscope::chrome_trace_string(b.d);
 }
 
 /// A trace with a CPU allocation in aten::empty (12.5 µs after the start) and a GPU0 allocation in
 /// aten::zeros (55 µs), written by the core library: a range can hold one device's records only.
 std::string two_device_memory_trace_text() {
-  kinetoscope::trace_data d;
-  d.pid = 78;
-  d.profile_memory = true;
-  const std::int64_t base = kinetoscope::base_time_ns();
-  auto ns = [&](double us) { return base + static_cast<std::int64_t>(us * 1000); };
-  std::int64_t ext = 0;
-  auto op = [&](std::string_view name, double s, double e, kinetoscope::cpu_category cat) {
-    kinetoscope::cpu_event ev;
-    ev.start_ns = ns(s);
-    ev.end_ns = ns(e);
-    ev.tid = 4243;
-    ev.end_tid = 4243;
-    ev.name = d.intern(name);
-    ev.category = cat;
-    ev.external_id = ++ext;
-    d.events.push_back(ev);
-  };
-  auto mem = [&](double t, std::uint64_t addr, std::int64_t bytes, kinetoscope::device_type dev, std::int16_t id) {
-    kinetoscope::memory_event m;
-    m.time_ns = ns(t);
-    m.tid = 4243;
-    m.addr = addr;
-    m.bytes = bytes;
-    m.total_allocated = bytes;
-    m.total_reserved = 4096;
-    m.device = dev;
-    m.device_id = id;
-    d.memory.push_back(m);
-  };
-  op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
-  op("aten::empty", 1010, 1015, kinetoscope::cpu_category::cpu_op);
-  op("aten::zeros", 1050, 1060, kinetoscope::cpu_category::cpu_op);
-  mem(1012.5, 0x1000, 1024, kinetoscope::device_type::cpu, -1);
-  mem(1055, 0x7000, 4096, kinetoscope::device_type::cuda, 0);
-  return kinetoscope::chrome_trace_string(d);
+  memory_trace_builder b(78, 4243);
+  b.op("ProfilerStep#1", 1000, 1100, kinetoscope::cpu_category::user_annotation);
+  b.op("aten::empty", 1010, 1015, kinetoscope::cpu_category::cpu_op);
+  b.op("aten::zeros", 1050, 1060, kinetoscope::cpu_category::cpu_op);
+  b.mem(1012.5, 0x1000, 1024, 1024, kinetoscope::device_type::cpu, -1);
+  b.mem(1055, 0x7000, 4096, 4096, kinetoscope::device_type::cuda, 0);
+  return kinetoscope::chrome_trace_string(b.d);
 }
 
 /// A store on `logdir`, started, its first scan and loads done.
@@ -1376,41 +1361,9 @@ TEST_CASE("store: op trees that fit in the trace's JSON size are kept with the p
   CHECK(s->trees_built() == 0);
 }
 
-namespace {
-
-/// 40 steps x 250 groups of four nested cpu_ops with short names and only an External id:
-/// about 140 bytes of JSON per event, the shape of bench_server's small-events trace.
-std::string small_events_trace() {
-  std::string text = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
-  const char* names[4] = {"aten::linear", "aten::t", "aten::addmm", "aten::mm"};
-  long ext = 1;
-  double t = 1000;
-  const auto ev = [&](const std::string& cat, const std::string& name, double ts, double dur) {
-    text += "  {\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name +
-            "\", \"pid\": 7, \"tid\": 7, \"ts\": " + std::to_string(ts) + ", \"dur\": " + std::to_string(dur) +
-            ", \"args\": {\"External id\": " + std::to_string(ext++) + "}},\n";
-  };
-  for (int step = 1; step <= 40; ++step) {
-    ev("user_annotation", "ProfilerStep#" + std::to_string(step), t, 2500);
-    for (int g = 0; g < 250; ++g) {
-      const double s = t + g * 10 + 0.5;
-      ev("cpu_op", names[0], s, 9);
-      ev("cpu_op", names[1], s + 0.5, 2.5);
-      ev("cpu_op", names[2], s + 3.5, 5);
-      ev("cpu_op", names[3], s + 4, 3.5);
-    }
-    t += 2505;
-  }
-  text.resize(text.size() - 2);  // the last ",\n"
-  text += "\n]}\n";
-  return text;
-}
-
-}  // namespace
-
 TEST_CASE("store: on many small events the op trees are dropped after the load, rebuilt on demand, shared and cached") {
   temp_dir dir("small");
-  const std::string text = small_events_trace();
+  const std::string text = kinetoscope::test::small_events_trace();
   fs::create_directories(dir.path / "run");
   std::ofstream(dir.path / "run" / "w.pt.trace.json", std::ios::binary) << text;
   const direct d(dir.path / "run" / "w.pt.trace.json");

@@ -10,6 +10,7 @@
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "op_tree_test_builder.hpp"
+#include "../small_events_trace.hpp"
 
 using namespace kinetoscope::analysis;
 using kinetoscope::analysis::testing::model_builder;
@@ -563,30 +564,7 @@ TEST_CASE("op_tree memory: index_list behaves like the vector it replaces") {
 }
 
 TEST_CASE("op_tree memory: bytes per event on a trace of many small cpu_ops") {
-  // 40 steps x 250 groups of four nested cpu_ops with short names and only an External id
-  // (the shape of bench_server's small-events trace): about 130 bytes of JSON per event.
-  std::string text = "{\"schemaVersion\": 1, \"traceEvents\": [\n";
-  const char* names[4] = {"aten::linear", "aten::t", "aten::addmm", "aten::mm"};
-  long ext = 1;
-  double t = 1000;
-  const auto ev = [&](const std::string& cat, const std::string& name, double ts, double dur) {
-    text += "  {\"ph\": \"X\", \"cat\": \"" + cat + "\", \"name\": \"" + name + "\", \"pid\": 7, \"tid\": 7, \"ts\": " +
-            std::to_string(ts) + ", \"dur\": " + std::to_string(dur) + ", \"args\": {\"External id\": " +
-            std::to_string(ext++) + "}},\n";
-  };
-  for (int step = 1; step <= 40; ++step) {
-    ev("user_annotation", "ProfilerStep#" + std::to_string(step), t, 2500);
-    for (int g = 0; g < 250; ++g) {
-      const double s = t + g * 10 + 0.5;
-      ev("cpu_op", names[0], s, 9);
-      ev("cpu_op", names[1], s + 0.5, 2.5);
-      ev("cpu_op", names[2], s + 3.5, 5);
-      ev("cpu_op", names[3], s + 4, 3.5);
-    }
-    t += 2505;
-  }
-  text.resize(text.size() - 2);  // the last ",\n"
-  text += "\n]}\n";
+  const std::string text = kinetoscope::test::small_events_trace();  // ~140 bytes of JSON per event
   load_result r = load_trace_buffer(text, "small_events");
   REQUIRE(r.model);
   const trace_model& m = *r.model;
