@@ -117,7 +117,8 @@ int run_small_events(double mb, bool keep) {
       return 1;
     }
     const auto files = s.files();
-    const auto& p = *files.front().loaded;
+    const auto full = s.find(files.front().run, files.front().worker, files.front().span);
+    const auto& p = *full;
     const double file_mb = static_cast<double>(files.front().size) / 1e6;
     const double rss = rss_mb() - rss_before;
     std::printf("  file            %.1f MB, %zu events (%.0f bytes per event)\n", file_mb, p.model.events.size(),
@@ -138,7 +139,7 @@ int run_small_events(double mb, bool keep) {
     line("kept in all", p.heap_bytes());
     // Not kept after the load: rebuilt on demand (call stacks, Diff), then cached within a budget.
     const auto t0 = std::chrono::steady_clock::now();
-    const auto trees = s.trees(files.front().loaded);
+    const auto trees = s.trees(full);
     const double tree_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     line("op tree", trees->heap_bytes());
     std::printf("  op tree on demand %.0f ms (call stacks, Diff; not kept after the load)\n", tree_ms);
@@ -213,7 +214,7 @@ int run_resnet(double mb, bool keep) {
     }
     const auto files = s.files();
     std::printf("  file            %.1f MB, %zu events\n", static_cast<double>(files.front().size) / 1e6,
-                files.front().loaded->model.events.size());
+                s.find(files.front().run, files.front().worker, files.front().span)->model.events.size());
     std::printf("  store load      %.0f ms (load + op tree + views + timeline, in the background)\n", load_ms);
     std::printf("  RSS             %.0f MB after load (%.0f MB before), peak %.0f MB\n", rss_mb(), rss_before,
                 max_rss_mb());

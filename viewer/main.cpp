@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The kinetoscope command: the viewer server (`kinetoscope --logdir DIR`) and the
-// `analyze` and `scalars` sub-commands.
+// `analyze`, `index` and `scalars` sub-commands.
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cli/analyze.hpp"
+#include "cli/index.hpp"
 #include "cli/scalars.hpp"
 #include "server/serve.hpp"
 
@@ -16,6 +17,8 @@ void usage(std::ostream& out) {
       << "other commands:\n"
          "  kinetoscope analyze PATH   torch-tb-profiler's numbers for a trace file or run folder\n"
          "                             (kinetoscope analyze --help for its options)\n"
+         "  kinetoscope index PATH...  build the persisted index of trace files without a server\n"
+         "                             (kinetoscope index --help for its options)\n"
          "  kinetoscope scalars PATH   scalar series of TensorBoard event files under a logdir\n"
          "                             (kinetoscope scalars --help for its options)\n";
 }
@@ -38,6 +41,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     return kinetoscope::cli::run_analyze(args, std::cout, std::cerr);
+  }
+  if (args[0] == "index") {
+    args.erase(args.begin());
+    return kinetoscope::cli::run_index(args, std::cout, std::cerr);
   }
   if (args[0] == "scalars") {
     args.erase(args.begin());

@@ -148,29 +148,31 @@ bool by_start_then_longer(const interval& a, const interval& b) {
   return a.start != b.start ? a.start < b.start : a.end > b.end;
 }
 
-std::vector<distributed_node> device_information(const std::vector<distributed_worker_input>& workers) {
-  std::vector<const distributed_worker_input*> sorted;
+std::vector<distributed_node> device_information(
+    const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers) {
+  std::vector<const std::pair<std::string, const distributed_worker_part*>*> sorted;
   for (const auto& w : workers) sorted.push_back(&w);
-  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   std::vector<distributed_node> nodes;
   int index = 0;
-  for (const distributed_worker_input* w : sorted) {
-    if (w->model == nullptr || w->model->devices.empty()) continue;
+  for (const auto* named : sorted) {
+    const distributed_worker_part* w = named->second;
+    if (w == nullptr || w->devices.empty()) continue;
     std::string node;
     std::string process;
-    if (auto split = split_worker_name(w->worker)) {
+    if (auto split = split_worker_name(named->first)) {
       node = std::move(split->first);
       process = std::move(split->second);
     } else {
-      node = w->worker;
+      node = named->first;
       process = std::to_string(index++);
     }
     auto it = std::find_if(nodes.begin(), nodes.end(), [&](const distributed_node& n) { return n.node == node; });
     if (it == nodes.end()) it = nodes.insert(nodes.end(), distributed_node{node, {}});
     distributed_process proc{"Process " + process, {}};
     for (const std::int64_t id : w->used_devices) {
-      if (id < 0 || static_cast<std::size_t>(id) >= w->model->devices.size()) continue;
-      const device_info& d = w->model->devices[static_cast<std::size_t>(id)];
+      if (id < 0 || static_cast<std::size_t>(id) >= w->devices.size()) continue;
+      const device_info& d = w->devices[static_cast<std::size_t>(id)];
       if (!d.present) continue;
       distributed_gpu g;
       g.device = "GPU" + std::to_string(id);
@@ -370,43 +372,70 @@ std::vector<comm_record> communication_records(const trace_model& model, const s
   return records;
 }
 
+distributed_worker_part prepare_distributed_worker(const distributed_worker_input& w,
+                                                   const distributed_options& options) {
+  distributed_worker_part part;
+  if (w.model == nullptr) return part;
+  part.devices = w.model->devices;
+  part.used_devices = w.used_devices;
+  // The records first: a worker without any (most single traces) is answered without the
+  // role ranges.
+  part.records = communication_records(*w.model, w.steps, options);
+  if (part.records.empty()) return part;
+  const role_ranges roles = compute_role_ranges(*w.model, to_overview_options(options));
+  if (roles[step_role::communication].empty()) {
+    part.records.clear();
+    return part;
+  }
+  distributed_worker_result r;
+  overlap_bars(roles, w.steps, r);
+  part.overlap = std::move(r.overlap);
+  part.overlap_all = r.overlap_all;
+  return part;
+}
+
 distributed_result compute_distributed(const std::vector<distributed_worker_input>& workers,
                                        const distributed_options& options) {
+  std::vector<distributed_worker_part> parts;
+  parts.reserve(workers.size());
+  for (const auto& w : workers) parts.push_back(prepare_distributed_worker(w, options));
+  std::vector<std::pair<std::string, const distributed_worker_part*>> named;
+  for (std::size_t i = 0; i < workers.size(); ++i) named.emplace_back(workers[i].worker, &parts[i]);
+  return combine_distributed(named);
+}
+
+distributed_result combine_distributed(
+    const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers) {
   distributed_result result;
   result.device_info = device_information(workers);
   if (workers.empty()) {
     result.reason = "no worker";
     return result;
   }
-  std::vector<const distributed_worker_input*> sorted;
+  std::vector<const std::pair<std::string, const distributed_worker_part*>*> sorted;
   for (const auto& w : workers) sorted.push_back(&w);
-  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->worker < b->worker; });
+  std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
 
   std::vector<distributed_worker_result> out;
-  for (const distributed_worker_input* w : sorted) {
+  for (const auto* w : sorted) {
     distributed_worker_result r;
-    r.worker = w->worker;
-    if (w->model == nullptr) {
-      result.reason = "worker " + w->worker + " has no trace";
+    r.worker = w->first;
+    if (w->second == nullptr) {
+      result.reason = "worker " + w->first + " has no trace";
       return result;
     }
-    // The records first: a worker without any (most single traces) is answered without the
-    // role ranges, so asking whether a run has the view stays cheap.
-    r.records = communication_records(*w->model, w->steps, options);
-    if (r.records.empty()) {
-      result.reason = "worker " + w->worker + " has no communication";
+    const distributed_worker_part& part = *w->second;
+    if (part.records.empty()) {
+      result.reason = "worker " + w->first + " has no communication";
       return result;
     }
-    const role_ranges roles = compute_role_ranges(*w->model, to_overview_options(options));
-    if (roles[step_role::communication].empty()) {
-      result.reason = "worker " + w->worker + " has no communication";
-      return result;
-    }
-    if (!out.empty() && r.records.size() != out.front().records.size()) {
+    if (!out.empty() && part.records.size() != out.front().records.size()) {
       result.reason = "workers have different numbers of communication ops";
       return result;
     }
-    overlap_bars(roles, w->steps, r);
+    r.records = part.records;
+    r.overlap = part.overlap;
+    r.overlap_all = part.overlap_all;
     out.push_back(std::move(r));
   }
   // docs/plugin-rules.md#distributed-view real ranges: per record index and range index, the

@@ -150,9 +150,26 @@ struct distributed_result {
   std::vector<distributed_node> device_info;
 };
 
-/// Computes the view from every worker of one span.
+/// Computes the view from every worker of one span: prepare_distributed_worker() for each,
+/// then combine_distributed().
 distributed_result compute_distributed(const std::vector<distributed_worker_input>& workers,
                                        const distributed_options& options = {});
+
+/// What one worker contributes to the view, computed from its trace alone (at load time, so
+/// the view of hundreds of workers is combined from these without any of their models).
+struct distributed_worker_part {
+  std::vector<device_info> devices;      ///< trace_model::devices
+  std::set<std::int64_t> used_devices;   ///< distributed_worker_input::used_devices
+  /// Empty when the worker has no communication (then `overlap` is empty too).
+  std::vector<comm_record> records;
+  std::vector<std::pair<std::string, overlap_bar>> overlap;
+  overlap_bar overlap_all;
+};
+/// The part of one worker (its `worker` name is not needed: combine_distributed() takes it).
+distributed_worker_part prepare_distributed_worker(const distributed_worker_input& worker,
+                                                   const distributed_options& options = {});
+/// The view from the parts of every worker of one span, with their worker names.
+distributed_result combine_distributed(const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers);
 
 /// Communication records of one worker before the cross-worker steps
 /// (plugin-rules.md#distributed-view): sorted, with steps assigned and bytes counted, real_ranges

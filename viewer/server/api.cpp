@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -18,6 +19,7 @@
 #include "kinetoscope/tensorboard/tfevents.hpp"
 #include "server/payloads.hpp"
 #include "server/store.hpp"
+#include "server/summary.hpp"
 #include "server/timeline.hpp"
 
 namespace kinetoscope::server {
@@ -28,6 +30,9 @@ namespace an = kinetoscope::analysis;
 using payloads::ojson;
 
 constexpr std::size_t max_param_bytes = 1024;
+/// How long a request waits for a full profile being loaded before it answers 503 (the page
+/// says that the view waits for a load and asks again).
+constexpr auto full_wait = std::chrono::milliseconds(1500);
 /// View names in the plugin's order (Lightning is served as Module).
 const char* const view_order[] = {"Overview", "Operator", "Kernel", "Trace", "Distributed", "Memory", "Module"};
 
@@ -128,6 +133,46 @@ std::vector<int> parse_tracks(const std::string& text) {
     pos = comma + 1;
   }
   return out;
+}
+
+/// The body of a profile route that reads nothing but the profile (no op trees, no memory
+/// range, no other profile): what a summary can keep. nullopt for the other routes and requests.
+/// Throws api_error on a bad parameter.
+std::optional<std::string> plain_body(const profile& pr, const api_request& r, std::size_t workers) {
+  const std::string& route = r.route;
+  const std::string* group = r.param("group_by");
+  if (route == "memory" || route == "memory_events") {
+    if (memory_range(r)) return std::nullopt;
+    const auto unit = memory_unit(r, an::memory_size_unit::kb);
+    const auto tunit = time_unit(r);
+    return dump(route == "memory" ? payloads::memory_stats(pr.report.memory, unit)
+                                  : payloads::memory_events(pr.report.memory, tunit, unit));
+  }
+  if (route == "memory_curve") {
+    const auto unit = memory_unit(r, an::memory_size_unit::mb);
+    return dump(payloads::memory_curve(pr.report.memory, time_unit(r), unit));
+  }
+  if (route == "overview") return dump(payloads::overview(pr, workers));
+  if (route == "operation")
+    return dump(payloads::operation_pies(pr, group != nullptr && *group == "OperationAndInputShape"));
+  if (route == "operation/table")
+    return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
+  if (route == "kernel") return dump(payloads::kernel_pie(pr));
+  if (route == "kernel/tc_pie") return dump(payloads::kernel_tc_pie(pr));
+  if (route == "kernel/table") return dump(payloads::kernel_table(pr, group != nullptr && *group != "Kernel"));
+  if (route == "module") return dump(payloads::module_view(pr));
+  if (route == "recommendations") return dump(payloads::recommendations(pr));
+  if (route == "diagnostics") return dump(payloads::diagnostics(pr));
+  if (route == "timeline/tracks" && pr.timeline) return pr.timeline->tracks_json();
+  return std::nullopt;
+}
+
+/// Sets the "Number of Worker(s)" of an overview body made for one worker.
+std::string overview_for_workers(const std::string& body, std::size_t workers) {
+  ojson j = ojson::parse(body);
+  for (auto& e : j["environments"])
+    if (e.value("title", "") == "Number of Worker(s)") e["value"] = std::to_string(workers);
+  return dump(j);
 }
 
 class router {
@@ -253,7 +298,9 @@ class router {
                        {"state", file_state_name(f.state)},
                        {"error", f.error.empty() ? ojson(nullptr) : ojson(f.error)},
                        {"warnings", f.warnings},
-                       {"load_seconds", f.load_seconds ? ojson(*f.load_seconds) : ojson(nullptr)}});
+                       {"load_seconds", f.load_seconds ? ojson(*f.load_seconds) : ojson(nullptr)},
+                       {"index", f.index.empty() ? ojson(nullptr) : ojson(f.index)},
+                       {"resident", f.resident}});
     j["files"] = std::move(files);
     return json_ok(dump(j));
   }
@@ -264,23 +311,23 @@ class router {
     for (const auto& f : s_.files()) {
       if (f.run != run) continue;
       const bool failed = f.state == file_state::failed || f.state == file_state::skipped;
-      const bool warned = f.loaded && f.warnings > 0;
+      const bool warned = f.summary && f.warnings > 0;
       if (!failed && !warned) continue;
       ojson e;
       e["path"] = f.path;
       e["error"] = f.error.empty() ? ojson(nullptr) : ojson(f.error);
-      e["warnings"] = f.loaded ? ojson(f.loaded->model.diagnostics.warnings) : ojson::object();
-      e["messages"] = f.loaded ? ojson(f.loaded->model.diagnostics.messages) : ojson::array();
+      e["warnings"] = f.summary ? ojson(f.summary->diagnostics.warnings) : ojson::object();
+      e["messages"] = f.summary ? ojson(f.summary->diagnostics.messages) : ojson::array();
       out.push_back(std::move(e));
     }
     return json_ok(dump(out));
   }
 
-  static bool offers(const profile& p, std::string_view view) {
+  static bool offers(const file_summary& p, std::string_view view) {
     if (view == "Overview" || view == "Operator" || view == "Trace") return true;
     if (view == "Kernel") return p.kernel_view;
-    if (view == "Memory") return p.report.memory.present;
-    if (view == "Module") return p.report.modules.kind != an::module_view_kind::none;
+    if (view == "Memory") return p.memory_view;
+    if (view == "Module") return p.module_view;
     return false;
   }
 
@@ -304,7 +351,7 @@ class router {
     const bool dist = !distributed_spans(run, files).empty();
     for (const char* v : view_order) {
       bool any = v == std::string_view("Distributed") && dist;
-      for (const auto& f : files) any = any || offers(*f.loaded, v);
+      for (const auto& f : files) any = any || offers(*f.summary, v);
       if (any) out.push_back(v);
     }
     return json_ok(dump(out));
@@ -321,7 +368,7 @@ class router {
       if (!distributed_spans(run, files).empty()) names.insert("All");
     } else {
       for (const auto& f : files)
-        if (offers(*f.loaded, view == "Lightning" ? "Module" : view)) names.insert(f.worker);
+        if (offers(*f.summary, view == "Lightning" ? "Module" : view)) names.insert(f.worker);
     }
     return json_ok(dump(ojson(std::vector<std::string>(names.begin(), names.end()))));
   }
@@ -348,15 +395,6 @@ class router {
     return json_ok(R"({"tags":{},"files":0,"errors":[],"skipped_other_summaries":0,"corrupt_records":0,"loading":true})");
   }
 
-  std::shared_ptr<const profile> find_profile(const char* run_key, const char* worker_key, const char* span_key) {
-    const std::string& run = required(r_, run_key);
-    const std::string& worker = required(r_, worker_key);
-    const std::string& span = required(r_, span_key);
-    auto p = s_.find(run, worker, span);
-    if (!p) throw api_error{404, "could not find the profile for " + run + "/" + worker + "/" + span};
-    return p;
-  }
-
   api_response distributed(const std::string& which) {
     if (which != "gpuinfo" && which != "overlap" && which != "waittime" && which != "commops")
       throw api_error{404, "unknown API route 'distributed/" + which.substr(0, 64) + "'"};
@@ -375,8 +413,8 @@ class router {
   }
 
   api_response diffnode() {
-    auto base = find_profile("run", "worker", "span");
-    auto exp = find_profile("exp_run", "exp_worker", "exp_span");
+    auto base = full_profile("run", "worker", "span");
+    auto exp = full_profile("exp_run", "exp_worker", "exp_span");
     const std::string* path_param = r_.param("path");
     const std::string path = path_param ? *path_param : "0";
     check_diff_path(path);
@@ -403,31 +441,53 @@ class router {
     return an::compute_memory_range(p->memory_index, p->model, trees ? *trees : unused, range, parts);
   }
 
+  /// The full profile of the request's (run, worker, span); 503 while it is being loaded
+  /// (the page retries and says so), the load's error when it failed.
+  std::shared_ptr<const profile> full_profile(const char* run_key, const char* worker_key, const char* span_key) {
+    const std::string& run = required(r_, run_key);
+    const std::string& worker = required(r_, worker_key);
+    const std::string& span = required(r_, span_key);
+    full_result f = s_.acquire(run, worker, span, full_wait);
+    if (f.full) return std::move(f.full);
+    if (f.loading) throw api_error{503, "loading " + f.path + " for this view"};
+    if (!f.error.empty()) throw api_error{500, f.error};
+    throw api_error{404, "could not find the profile for " + run + "/" + worker + "/" + span};
+  }
+
   api_response profile_route(const std::string& route) {
-    auto p = find_profile("run", "worker", "span");
+    const std::string& run = required(r_, "run");
+    const std::string& worker = required(r_, "worker");
+    const std::string& span = required(r_, "span");
+    auto sum = s_.find_summary(run, worker, span);
+    if (!sum) throw api_error{404, "could not find the profile for " + run + "/" + worker + "/" + span};
+    // The views' default requests are answered from the resident summary.
+    if (auto it = sum->bodies.find(request_key(r_)); it != sum->bodies.end()) {
+      if (route != "overview") return json_ok(it->second);
+      const std::size_t workers = workers_in_span(run, span);
+      if (workers == 1) return json_ok(it->second);
+      return cached(sum->generation, [&] { return overview_for_workers(it->second, workers); },
+                    std::to_string(workers));
+    }
+    if (route.starts_with("timeline") && !sum->timeline_error.empty())
+      throw api_error{404, "no timeline for this profile: " + sum->timeline_error};
+    auto p = full_profile("run", "worker", "span");
     const profile& pr = *p;
-    if (route.starts_with("timeline")) return timeline_route(route, pr);
-    if (route == "memory" || route == "memory_events") {
+    if (route.starts_with("timeline") && route != "timeline/tracks") return timeline_route(route, pr);
+    if ((route == "memory" || route == "memory_events") && memory_range(r_)) {
       // Validate before the cache lookup so bad input never hits a cached body.
       const auto range = memory_range(r_);
       const auto unit = memory_unit(r_, an::memory_size_unit::kb);
       const auto tunit = time_unit(r_);
       return cached(pr.generation, [&] {
-        const bool filter = range && pr.report.memory.present;
+        const bool filter = pr.report.memory.present;
         an::memory_parts parts;  // only what this route shows
         parts.curve = false;
         parts.stats = route == "memory";
         parts.events = route == "memory_events";
-        const an::memory_result ranged =
-            filter ? memory_range_result(p, *range, parts) : an::memory_result{};
+        const an::memory_result ranged = filter ? memory_range_result(p, *range, parts) : an::memory_result{};
         const an::memory_result& m = filter ? ranged : pr.report.memory;
         return dump(route == "memory" ? payloads::memory_stats(m, unit) : payloads::memory_events(m, tunit, unit));
       });
-    }
-    if (route == "memory_curve") {
-      const auto unit = memory_unit(r_, an::memory_size_unit::mb);
-      const auto tunit = time_unit(r_);
-      return cached(pr.generation, [&] { return dump(payloads::memory_curve(pr.report.memory, tunit, unit)); });
     }
     if (route == "operation/stack") {
       const std::string& op = required(r_, "op_name");
@@ -448,24 +508,13 @@ class router {
         return dump(*j);
       });
     }
-    if (route == "overview") {
-      const std::size_t workers = workers_in_span(required(r_, "run"), required(r_, "span"));
-      // The worker count is part of the body: key on it too.
-      return cached(pr.generation, [&] { return dump(payloads::overview(pr, workers)); }, std::to_string(workers));
-    }
-    return cached(pr.generation, [&]() -> std::string {
-      const std::string* group = r_.param("group_by");
-      if (route == "operation")
-        return dump(payloads::operation_pies(pr, group != nullptr && *group == "OperationAndInputShape"));
-      if (route == "operation/table")
-        return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
-      if (route == "kernel") return dump(payloads::kernel_pie(pr));
-      if (route == "kernel/tc_pie") return dump(payloads::kernel_tc_pie(pr));
-      if (route == "kernel/table") return dump(payloads::kernel_table(pr, group != nullptr && *group != "Kernel"));
-      if (route == "module") return dump(payloads::module_view(pr));
-      if (route == "recommendations") return dump(payloads::recommendations(pr));
-      return dump(payloads::diagnostics(pr));
-    });
+    if (route == "timeline/tracks" && !pr.timeline) throw api_error{404, "no timeline for this profile: " + pr.timeline_error};
+    const std::size_t workers = route == "overview" ? workers_in_span(run, span) : 1;
+    return cached(pr.generation, [&] {
+      auto body = plain_body(pr, r_, workers);  // throws api_error on a bad parameter: not cached
+      if (!body) throw api_error{500, "no body for route " + route};
+      return std::move(*body);
+    }, route == "overview" ? std::to_string(workers) : "");
   }
 
   api_response timeline_route(const std::string& route, const profile& pr) {
@@ -518,6 +567,59 @@ const std::string* api_request::param(std::string_view name) const {
 
 api_response error_response(unsigned status, std::string_view message) {
   return {status, "application/json; charset=utf-8", dump(ojson{{"error", message}})};
+}
+
+std::string request_key(const api_request& request) {
+  std::vector<std::pair<std::string, std::string>> q;
+  for (const auto& kv : request.query)
+    if (kv.first != "run" && kv.first != "worker" && kv.first != "span") q.push_back(kv);
+  std::sort(q.begin(), q.end());
+  std::string k = request.route;
+  k += '\x1d';
+  for (const auto& [name, value] : q) k += name + '\x1f' + value + '\x1e';
+  return k;
+}
+
+std::map<std::string, std::string> canonical_bodies(const profile& p, std::size_t max_body_bytes) {
+  // What web/src/views asks by default (api('memory', {memory_metric: 'B'}), ...), and each route
+  // without parameters.
+  const std::vector<api_request> requests = {
+      {"overview", {}},
+      {"operation", {}},
+      {"operation", {{"group_by", "Operation"}}},
+      {"operation", {{"group_by", "OperationAndInputShape"}}},
+      {"operation/table", {}},
+      {"operation/table", {{"group_by", "Operation"}}},
+      {"operation/table", {{"group_by", "OperationAndInputShape"}}},
+      {"kernel", {}},
+      {"kernel", {{"group_by", "Kernel"}}},
+      {"kernel", {{"group_by", "OperationAndKernel"}}},
+      {"kernel/table", {}},
+      {"kernel/table", {{"group_by", "Kernel"}}},
+      {"kernel/table", {{"group_by", "OperationAndKernel"}}},
+      {"kernel/tc_pie", {}},
+      {"memory", {}},
+      {"memory", {{"memory_metric", "B"}}},
+      {"memory_events", {}},
+      {"memory_events", {{"time_metric", "ms"}, {"memory_metric", "B"}}},
+      {"memory_curve", {}},
+      {"memory_curve", {{"time_metric", "ms"}, {"memory_metric", "MB"}}},
+      {"module", {}},
+      {"recommendations", {}},
+      {"diagnostics", {}},
+      {"timeline/tracks", {}},
+  };
+  std::map<std::string, std::string> out;
+  for (const api_request& r : requests) {
+    std::optional<std::string> body;
+    try {
+      body = plain_body(p, r, 1);
+    } catch (const api_error&) {
+      continue;  // not offered for this profile
+    }
+    if (body && body->size() <= max_body_bytes) out.emplace(request_key(r), std::move(*body));
+  }
+  return out;
 }
 
 api_response api::handle(const api_request& request) const {

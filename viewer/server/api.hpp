@@ -5,6 +5,7 @@
 /// no sockets, no Beast, so it is tested in-process and the HTTP layer (http_server.cpp) stays a
 /// thin transport. Thread-safe: handle() may run on every I/O thread at once.
 
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,5 +42,15 @@ class api {
 
 /// `{"error": message}` with `status`.
 api_response error_response(unsigned status, std::string_view message);
+
+struct profile;
+/// The key of a request among a profile's summary bodies (file_summary::bodies): the route and
+/// its query sorted, without run, worker and span.
+std::string request_key(const api_request& request);
+/// The requests the web app makes by default for a profile's views, which a summary answers
+/// without the model (units, group_by values and routes as web/src/views send them, plus the
+/// same routes without parameters), with their bodies for `p` (the overview for one worker).
+/// Bodies larger than `max_body_bytes` are left out (served from the full profile).
+std::map<std::string, std::string> canonical_bodies(const profile& p, std::size_t max_body_bytes);
 
 }  // namespace kinetoscope::server

@@ -21,6 +21,7 @@
 #include "server/api.hpp"
 #include "server/http_server.hpp"
 #include "server/store.hpp"
+#include "server/trace_index.hpp"
 #include "server/url.hpp"
 
 namespace kinetoscope::server {
@@ -165,6 +166,14 @@ std::size_t connection_cap(std::size_t fd_limit) {
   return fd_limit > 2 * reserve ? fd_limit - reserve : std::max<std::size_t>(fd_limit / 2, 1);
 }
 
+/// Bytes of physical memory (sysconf), 8 GiB when unknown.
+std::uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t{8} << 30;
+  return static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(page);
+}
+
 /// The Host names the server answers (see host_policy).
 host_policy host_policy_of(const serve_options& o) {
   host_policy p;
@@ -183,6 +192,7 @@ std::string serve_usage() {
   return "usage: kinetoscope --logdir DIR [--port N] [--host ADDR | --bind_all]\n"
          "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
          "                   [--follow_symlinks] [--max_file_size SIZE] [--allowed_hosts NAMES]\n"
+         "                   [--max_memory SIZE] [--cache_dir DIR | --no_cache]\n"
          "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
          "  --port N                  TCP port (default 6006; 0: any free port)\n"
          "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
@@ -199,6 +209,14 @@ std::string serve_usage() {
          "                            outside the logdir\n"
          "  --max_file_size SIZE      refuse trace files whose JSON text (after gunzip) is\n"
          "                            larger (default 16G; K, M, G, T: powers of 1024)\n"
+         "  --max_memory SIZE         keep full trace models within SIZE (e.g. 400M, 8G; default:\n"
+         "                            half the physical memory); the least recently used are\n"
+         "                            unloaded, every view still answers (small per-file\n"
+         "                            summaries stay), a view that needs one loads it again\n"
+         "  --cache_dir DIR           keep the index of each trace here, so the next start\n"
+         "                            reads it instead of parsing (default: $XDG_CACHE_HOME/\n"
+         "                            kinetoscope, else ~/.cache/kinetoscope)\n"
+         "  --no_cache                neither read nor write indexes\n"
          "  --help, --version\n"
          "flags take their value as '--flag value' or '--flag=value'\n";
 }
@@ -227,7 +245,7 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    const bool is_switch = name == "bind_all" || name == "follow_symlinks";
+    const bool is_switch = name == "bind_all" || name == "follow_symlinks" || name == "no_cache";
     std::string_view value;
     if (is_switch) {
       bool on = true;
@@ -236,11 +254,12 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
                        std::string(*inline_value) + "'";
         return result;
       }
-      (name == "bind_all" ? o.bind_all : o.follow_symlinks) = on;
+      (name == "bind_all" ? o.bind_all : name == "no_cache" ? o.no_cache : o.follow_symlinks) = on;
       continue;
     }
     if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
-        name != "reload_interval" && name != "threads" && name != "max_file_size" && name != "allowed_hosts") {
+        name != "reload_interval" && name != "threads" && name != "max_file_size" && name != "allowed_hosts" &&
+        name != "max_memory" && name != "cache_dir") {
       result.error = "unknown flag '--" + std::string(name) + "'";
       return result;
     }
@@ -282,6 +301,13 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
       const auto size = analysis::parse_byte_size(value);
       if (!size || *size == 0) return bad("expected a size in bytes, optionally with K, M, G or T (e.g. 16G)");
       o.max_file_size = *size;
+    } else if (name == "max_memory") {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size || *size == 0) return bad("expected a size in bytes, optionally with K, M, G or T (e.g. 8G)");
+      o.max_memory = *size;
+    } else if (name == "cache_dir") {
+      if (value.empty()) return bad("empty");
+      o.cache_dir = value;
     } else if (name == "threads") {
       if (!parse_integer(value, o.threads) || o.threads < 1 || o.threads > 256)
         return bad("expected 1-256");
@@ -289,6 +315,10 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
   }
   if (!have_logdir) {
     result.error = "--logdir is required";
+    return result;
+  }
+  if (o.no_cache && !o.cache_dir.empty()) {
+    result.error = "--cache_dir and --no_cache are mutually exclusive";
     return result;
   }
   if (have_host && o.bind_all) {
@@ -323,7 +353,16 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   const serve_options& o = *parsed.options;
 
   const std::size_t fd_limit = raise_fd_limit();
-  store logs(store_options{o.logdir, o.reload_interval_s, o.follow_symlinks, o.max_file_size});
+  store_options so;
+  so.logdir = o.logdir;
+  so.reload_interval_s = o.reload_interval_s;
+  so.follow_outside_symlinks = o.follow_symlinks;
+  so.max_text_bytes = o.max_file_size;
+  so.cache_dir = o.no_cache ? std::string() : o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+  so.max_memory = o.max_memory != 0 ? o.max_memory : physical_memory() / 2;
+  // The op trees rebuilt on demand count against the same budget.
+  so.tree_cache_bytes = std::min<std::uint64_t>(so.tree_cache_bytes, so.max_memory / 4);
+  store logs(so);
   const api handler(logs);
   std::optional<http_server> server;
   try {

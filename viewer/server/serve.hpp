@@ -29,6 +29,11 @@ struct serve_options {
   bool follow_symlinks = false;    ///< follow symlinks that lead outside the logdir
   /// --max_file_size: the largest JSON text of a trace (after gunzip) the loader accepts.
   std::uint64_t max_file_size = std::uint64_t{16} << 30;
+  /// --cache_dir: where persisted indexes go (default trace_index.hpp default_cache_dir()).
+  std::string cache_dir;
+  bool no_cache = false;           ///< --no_cache: neither read nor write indexes
+  /// --max_memory: bytes of full profiles kept loaded (default: half the physical memory).
+  std::uint64_t max_memory = 0;
   /// --allowed_hosts: Host names answered besides IP literals, localhost and the machine's name.
   std::vector<std::string> allowed_hosts;
 };

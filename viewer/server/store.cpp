@@ -29,7 +29,9 @@
 #include "analysis/loader.hpp"
 #include "kinetoscope/tensorboard/tfevents.hpp"
 #include "nlohmann/json.hpp"
+#include "server/api.hpp"
 #include "server/timeline.hpp"
+#include "server/trace_index.hpp"
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -60,6 +62,12 @@ bool is_event_file_name(const std::string& name) {
   const std::string empty = ".profile-empty";
   return name.find("tfevents") != std::string::npos &&
          !(name.size() >= empty.size() && name.compare(name.size() - empty.size(), empty.size(), empty) == 0);
+}
+
+void replace_all(std::string& s, const std::string& what, const std::string& with) {
+  if (what.empty()) return;
+  for (std::size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + with.size()))
+    s.replace(at, what.size(), with);
 }
 
 /// A process-wide counter: every load and every distributed view gets a distinct generation.
@@ -98,6 +106,19 @@ std::size_t profile::heap_bytes() const noexcept {
          (kept_trees_ ? kept_trees_->heap_bytes() : 0);
 }
 
+/// The full profile of one loaded file: resident (in the store's LRU), in use by requests (the
+/// weak pointer), or being loaded on demand.
+struct full_slot {
+  std::mutex m;
+  std::condition_variable cv;
+  std::weak_ptr<const profile> weak;
+  bool loading = false;
+  std::string error;  ///< the last on-demand load failed (kept until the file changes)
+  /// The trace as it was when the summary was made (a full profile must come from the same).
+  std::uint64_t source_size = 0;
+  std::int64_t source_mtime_ns = 0;
+};
+
 /// One discovered file.
 struct file_entry {
   an::trace_file file;
@@ -106,7 +127,9 @@ struct file_entry {
   std::string error;
   std::uint64_t warnings = 0;
   std::optional<double> load_seconds;
-  std::shared_ptr<const profile> loaded;   ///< last successful load (kept while reloading)
+  std::shared_ptr<const file_summary> summary;  ///< last successful load (kept while reloading)
+  std::shared_ptr<full_slot> slot;         ///< its full profile (new per load)
+  std::string index;                       ///< file_status::index
   std::uint64_t token = 0;                 ///< bumped when the file changes: stale loads are dropped
   bool transient = false;                  ///< failed for a passing reason (EMFILE...): retried
   int retries = 0;                         ///< transient failures in a row
@@ -178,6 +201,23 @@ struct store::impl {
   mutable std::list<tree_slot> tree_cache_;
   mutable std::atomic<std::uint64_t> trees_built_{0};
 
+  // Full profiles: the resident ones (most recently used first) and the on-demand loads.
+  // Lock order: mutex_ before a slot's mutex; demand_mutex_ and lru_mutex_ are taken alone.
+  mutable std::mutex lru_mutex_;
+  mutable std::list<std::shared_ptr<const profile>> lru_;
+  mutable std::uint64_t lru_bytes_ = 0;
+  mutable std::atomic<std::uint64_t> full_loads_{0};
+  struct demand_job {
+    std::string path, rel;
+    std::shared_ptr<const file_summary> summary;
+    std::shared_ptr<full_slot> slot;
+  };
+  mutable std::mutex demand_mutex_;
+  mutable std::condition_variable demand_cv_;
+  mutable std::deque<demand_job> demand_;
+  bool demand_stop_ = false;
+  std::thread demand_thread_;
+
   mutable std::mutex body_mutex_;
   mutable std::list<std::pair<std::string, std::string>> bodies_;  ///< most recent first
   mutable std::unordered_map<std::string, std::list<std::pair<std::string, std::string>>::iterator> body_index_;
@@ -228,7 +268,8 @@ struct store::impl {
       if (!reason.empty()) {
         if (!was_skipped) {
           ++e.token;
-          e.loaded.reset();
+          e.summary.reset();
+          e.slot.reset();
           e.state = file_state::skipped;
           e.error = reason;
         }
@@ -340,7 +381,8 @@ struct store::impl {
     if (!reason.empty()) {
       e.state = file_state::skipped;
       e.error = reason;
-      e.loaded.reset();
+      e.summary.reset();
+      e.slot.reset();
       return;
     }
     e.state = file_state::queued;
@@ -408,19 +450,56 @@ struct store::impl {
         current_ = path;
         current_bytes_.store(0, std::memory_order_relaxed);
       }
-      std::shared_ptr<profile> p;
+      std::shared_ptr<const file_summary> summary;
+      std::shared_ptr<const profile> full;
+      std::string index_note = options.cache_dir.empty() ? "off" : "";
       std::string error;
       int error_number = 0;
       const auto t0 = clock_type::now();
+      std::optional<index_key> key;
       try {
-        p = load_profile(path, rel, bytes, options.max_text_bytes, &current_bytes_, error, error_number);
+        key = index_key_of(path);
+        if (key && !options.cache_dir.empty()) summary = read_index_summary(*key, index_note);
+        if (!summary) {
+          auto p = load_profile(path, rel, bytes, options.max_text_bytes, &current_bytes_, error, error_number);
+          if (p) {
+            p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+            auto sum = std::make_shared<file_summary>(make_summary(*p, options.max_summary_body_bytes));
+            if (key && !options.cache_dir.empty()) {
+              const std::string why = index_note;
+              try {
+                write_index(index_file_path(options.cache_dir, key->path), *key, summary_to_json(*sum), p->model);
+                index_note = why.empty() ? "written" : "rebuilt (" + why + ")";
+              } catch (const std::exception& e) {
+                index_note = std::string("not written: ") + e.what();
+              }
+            }
+            if (key) {
+              // /api/status shows the note: no absolute path in it.
+              replace_all(index_note, key->path, rel);
+              replace_all(index_note, options.cache_dir, "<cache_dir>");
+            }
+            summary = std::move(sum);
+            full = std::move(p);
+          }
+        }
       } catch (const std::exception& e) {
         error = rel + ": " + e.what();
       } catch (...) {
         error = rel + ": unknown error";
       }
       const double seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
-      if (p) p->load_seconds = seconds;
+      auto slot = std::make_shared<full_slot>();
+      if (key) {
+        slot->source_size = key->size;
+        slot->source_mtime_ns = key->mtime_ns;
+      }
+      if (full) {
+        slot->weak = full;
+        keep_resident(full);
+        full.reset();
+        release_free_memory();  // when the budget let it go at once
+      }
       std::lock_guard lock(mutex_);
       --loading_;
       current_.clear();
@@ -428,11 +507,13 @@ struct store::impl {
       if (it != files_.end() && it->second.token == token) {
         file_entry& e = it->second;
         e.load_seconds = seconds;
-        if (p) {
+        if (summary) {
           e.state = file_state::loaded;
           e.error.clear();
-          e.warnings = warning_count(p->model);
-          e.loaded = std::move(p);
+          e.warnings = summary->warnings;
+          e.summary = std::move(summary);
+          e.slot = std::move(slot);
+          e.index = std::move(index_note);
           e.transient = false;
           e.retries = 0;
         } else if (transient_errno(error_number) && e.retries < max_quick_retries) {
@@ -450,7 +531,8 @@ struct store::impl {
           e.state = file_state::failed;
           e.error = error;
           e.warnings = 0;
-          e.loaded.reset();
+          e.summary.reset();
+          e.slot.reset();
         }
       }
       changed_.notify_all();
@@ -482,11 +564,17 @@ struct store::impl {
       error_number = r.error ? r.error->sys_errno : 0;
       return nullptr;
     }
+    return build_profile(std::move(*r.model), rel, bytes, next_generation());
+  }
+
+  /// Every view of `model` (the load's analysis part, also run on a model read from an index).
+  static std::shared_ptr<profile> build_profile(an::trace_model model, const std::string& rel, std::uint64_t bytes,
+                                                std::uint64_t generation) {
     auto p = std::make_shared<profile>();
     p->path = rel;
     p->file_bytes = bytes;
-    p->generation = next_generation();
-    p->model = std::move(*r.model);
+    p->generation = generation;
+    p->model = std::move(model);
     auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
     p->tree_stats = trees->stats;
     p->used_devices = trees->used_devices;
@@ -511,6 +599,131 @@ struct store::impl {
     return p;
   }
 
+  /// The resident part of a freshly loaded profile.
+  static file_summary make_summary(const profile& p, std::size_t max_body_bytes) {
+    file_summary s;
+    s.generation = p.generation;
+    s.file_bytes = p.file_bytes;
+    s.load_seconds = p.load_seconds;
+    s.full_bytes = p.heap_bytes();
+    s.warnings = warning_count(p.model);
+    s.diagnostics = p.model.diagnostics;
+    s.kernel_view = p.kernel_view;
+    s.memory_view = p.report.memory.present;
+    s.module_view = p.report.modules.kind != an::module_view_kind::none;
+    s.timeline_error = p.timeline ? std::string() : p.timeline_error.empty() ? "no timeline" : p.timeline_error;
+    s.bodies = canonical_bodies(p, max_body_bytes);
+    s.distributed = an::prepare_distributed_worker(
+        {std::string(), &p.model, p.used_devices, an::distributed_steps(p.report.overview)});
+    return s;
+  }
+
+  /// The summary of a valid index of `key` (nullptr otherwise: `note` says why, empty when
+  /// there was none).
+  std::shared_ptr<const file_summary> read_index_summary(const index_key& key, std::string& note) const {
+    trace_index idx;
+    const index_status st = idx.open(index_file_path(options.cache_dir, key.path), key);
+    if (st == index_status::missing) return nullptr;
+    if (st != index_status::ok) {
+      note = std::string(index_status_name(st)) + ": " + idx.error();
+      return nullptr;
+    }
+    try {
+      auto sum = std::make_shared<file_summary>(summary_from_json(idx.summary_text()));
+      sum->generation = next_generation();
+      note = "read";
+      return sum;
+    } catch (const std::exception& e) {
+      note = std::string("corrupt: ") + e.what();
+      return nullptr;
+    }
+  }
+
+  /// The full profile of a loaded file, from its index when valid, else from the trace; in the
+  /// caller's thread (the on-demand thread). Null with `error` set when it fails, or when the
+  /// file is no longer the one the summary was made from.
+  std::shared_ptr<const profile> load_full(const std::string& path, const std::string& rel, const full_slot& slot,
+                                           const file_summary& sum, std::string& error) const {
+    const std::optional<index_key> key = index_key_of(path);
+    if (!key || key->size != slot.source_size || key->mtime_ns != slot.source_mtime_ns) {
+      error = rel + ": the file changed since it was loaded (it is being loaded again)";
+      return nullptr;
+    }
+    const auto t0 = clock_type::now();
+    std::shared_ptr<profile> p;
+    if (!options.cache_dir.empty()) {
+      trace_index idx;
+      an::trace_model model;
+      if (idx.open(index_file_path(options.cache_dir, key->path), *key) == index_status::ok && idx.read_model(model))
+        p = build_profile(std::move(model), rel, key->size, sum.generation);
+    }
+    if (!p) {
+      int error_number = 0;
+      p = load_profile(path, rel, key->size, options.max_text_bytes, nullptr, error, error_number);
+      if (!p) return nullptr;
+      p->generation = sum.generation;
+    }
+    p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    full_loads_.fetch_add(1, std::memory_order_relaxed);
+    return p;
+  }
+
+  /// Puts `p` first in the LRU of resident full profiles and evicts from the tail beyond
+  /// options.max_memory (a profile in use stays alive through its users' pointers).
+  void keep_resident(const std::shared_ptr<const profile>& p) const {
+    std::vector<std::shared_ptr<const profile>> dropped;  // released after the lock
+    {
+      std::lock_guard lock(lru_mutex_);
+      for (auto it = lru_.begin(); it != lru_.end(); ++it)
+        if (*it == p) {
+          lru_.splice(lru_.begin(), lru_, it);
+          return;
+        }
+      lru_.push_front(p);
+      lru_bytes_ += p->heap_bytes();
+      while (options.max_memory > 0 && lru_bytes_ > options.max_memory && !lru_.empty()) {
+        lru_bytes_ -= lru_.back()->heap_bytes();
+        dropped.push_back(std::move(lru_.back()));
+        lru_.pop_back();
+      }
+    }
+    if (!dropped.empty()) {
+      dropped.clear();
+      release_free_memory();
+    }
+  }
+
+  /// The on-demand thread: loads the full profiles requests wait for, one at a time.
+  void demand_loop() {
+    for (;;) {
+      demand_job job;
+      {
+        std::unique_lock lock(demand_mutex_);
+        demand_cv_.wait(lock, [&] { return demand_stop_ || !demand_.empty(); });
+        if (demand_stop_) return;
+        job = std::move(demand_.front());
+        demand_.pop_front();
+      }
+      std::string error;
+      std::shared_ptr<const profile> p;
+      try {
+        p = load_full(job.path, job.rel, *job.slot, *job.summary, error);
+      } catch (const std::exception& e) {
+        error = job.rel + ": " + e.what();
+      }
+      if (p) keep_resident(p);
+      {
+        std::lock_guard lock(job.slot->m);
+        job.slot->weak = p;
+        job.slot->loading = false;
+        job.slot->error = p ? std::string() : error.empty() ? job.rel + ": cannot load" : error;
+      }
+      job.slot->cv.notify_all();
+      p.reset();
+      release_free_memory();
+    }
+  }
+
   file_status status_of(const file_entry& e) const {
     file_status s;
     s.run = e.file.run;
@@ -522,7 +735,12 @@ struct store::impl {
     s.error = e.error;
     s.warnings = e.warnings;
     s.load_seconds = e.load_seconds;
-    s.loaded = e.loaded;
+    s.summary = e.summary;
+    s.index = e.index;
+    if (e.slot) {
+      std::lock_guard lock(e.slot->m);
+      s.resident = !e.slot->weak.expired();
+    }
     return s;
   }
 };
@@ -535,8 +753,14 @@ store::~store() {
     impl_->stop_ = true;
   }
   impl_->changed_.notify_all();
+  {
+    std::lock_guard lock(impl_->demand_mutex_);
+    impl_->demand_stop_ = true;
+  }
+  impl_->demand_cv_.notify_all();
   if (impl_->scanner_.joinable()) impl_->scanner_.join();
   if (impl_->loader_.joinable()) impl_->loader_.join();
+  if (impl_->demand_thread_.joinable()) impl_->demand_thread_.join();
 }
 
 void store::start() {
@@ -546,6 +770,7 @@ void store::start() {
     impl_->started_ = true;
   }
   impl_->loader_ = std::thread([this] { impl_->loader_loop(); });
+  impl_->demand_thread_ = std::thread([this] { impl_->demand_loop(); });
   impl_->scanner_ = std::thread([this] { impl_->scanner_loop(); });
 }
 
@@ -608,7 +833,7 @@ std::vector<std::string> store::runs() const {
   std::lock_guard lock(impl_->mutex_);
   std::set<std::string> runs;
   for (const auto& [path, e] : impl_->files_)
-    if (e.loaded) runs.insert(e.file.run);
+    if (e.summary) runs.insert(e.file.run);
   return {runs.begin(), runs.end()};
 }
 
@@ -620,7 +845,7 @@ std::vector<run_info> store::discovered_runs() const {
     run_info& r = runs[e.file.run];
     r.name = e.file.run;
     r.newest_mtime_ns = std::max(r.newest_mtime_ns, e.file.mtime_ns);
-    if (e.loaded) ++r.files_loaded;
+    if (e.summary) ++r.files_loaded;
     if (e.state == file_state::queued || e.state == file_state::loading) ++r.files_pending;
     else if (e.state == file_state::failed) ++r.files_failed;
   }
@@ -641,19 +866,78 @@ std::vector<file_status> store::run_files(std::string_view run) const {
   std::vector<file_status> out;
   for (const auto& path : impl_->order_) {
     auto it = impl_->files_.find(path);
-    if (it != impl_->files_.end() && it->second.file.run == run && it->second.loaded)
+    if (it != impl_->files_.end() && it->second.file.run == run && it->second.summary)
       out.push_back(impl_->status_of(it->second));
+  }
+  return out;
+}
+
+std::shared_ptr<const file_summary> store::find_summary(std::string_view run, std::string_view worker,
+                                                        std::string_view span) const {
+  std::lock_guard lock(impl_->mutex_);
+  for (const auto& [path, e] : impl_->files_)
+    if (e.summary && e.file.run == run && e.file.worker == worker && e.file.span == span) return e.summary;
+  return nullptr;
+}
+
+full_result store::acquire(std::string_view run, std::string_view worker, std::string_view span,
+                           std::chrono::milliseconds wait) const {
+  impl::demand_job job;
+  {
+    std::lock_guard lock(impl_->mutex_);
+    for (const auto& [path, e] : impl_->files_)
+      if (e.summary && e.slot && e.file.run == run && e.file.worker == worker && e.file.span == span) {
+        job = {path, e.rel, e.summary, e.slot};
+        break;
+      }
+  }
+  full_result out;
+  if (!job.slot) return out;
+  out.path = job.rel;
+  full_slot& slot = *job.slot;
+  std::unique_lock lock(slot.m);
+  if (auto p = slot.weak.lock()) {
+    lock.unlock();
+    impl_->keep_resident(p);
+    out.full = std::move(p);
+    return out;
+  }
+  if (!slot.error.empty()) {
+    out.error = slot.error;
+    return out;
+  }
+  if (!slot.loading) {
+    slot.loading = true;
+    {
+      std::lock_guard q(impl_->demand_mutex_);
+      impl_->demand_.push_back(job);
+    }
+    impl_->demand_cv_.notify_all();
+  }
+  const auto done = [&] { return !slot.loading; };
+  if (wait == std::chrono::milliseconds::max()) slot.cv.wait(lock, done);
+  else slot.cv.wait_for(lock, wait, done);
+  if (auto p = slot.weak.lock()) {
+    out.full = std::move(p);
+  } else if (slot.loading) {
+    out.loading = true;
+  } else {
+    out.error = slot.error.empty() ? job.rel + ": cannot load" : slot.error;
   }
   return out;
 }
 
 std::shared_ptr<const profile> store::find(std::string_view run, std::string_view worker,
                                            std::string_view span) const {
-  std::lock_guard lock(impl_->mutex_);
-  for (const auto& [path, e] : impl_->files_)
-    if (e.loaded && e.file.run == run && e.file.worker == worker && e.file.span == span) return e.loaded;
-  return nullptr;
+  return acquire(run, worker, span, std::chrono::milliseconds::max()).full;
 }
+
+std::uint64_t store::resident_bytes() const {
+  std::lock_guard lock(impl_->lru_mutex_);
+  return impl_->lru_bytes_;
+}
+
+std::uint64_t store::full_loads() const noexcept { return impl_->full_loads_.load(std::memory_order_relaxed); }
 
 std::optional<std::string> store::run_directory(std::string_view run) const {
   std::lock_guard lock(impl_->mutex_);
@@ -664,11 +948,11 @@ std::optional<std::string> store::run_directory(std::string_view run) const {
 
 std::shared_ptr<const distributed_entry> store::distributed(std::string_view run, std::string_view span) const {
   const std::vector<file_status> files = run_files(run);
-  std::vector<std::shared_ptr<const profile>> inputs;
+  std::vector<std::shared_ptr<const file_summary>> inputs;
   std::vector<std::string> workers;
   for (const auto& f : files)
     if (f.span == span) {
-      inputs.push_back(f.loaded);
+      inputs.push_back(f.summary);
       workers.push_back(f.worker);
     }
   if (inputs.empty()) return nullptr;
@@ -681,17 +965,16 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
     slot = s;
   }
   std::lock_guard compute(slot->compute);
-  if (slot->entry && slot->entry->profiles == inputs) return slot->entry;
+  if (slot->entry && slot->entry->summaries == inputs) return slot->entry;
   auto entry = std::make_shared<distributed_entry>();
-  entry->profiles = inputs;
+  entry->summaries = inputs;
   entry->generation = next_generation();
   // One worker is enough, as in torch-tb-profiler (loader.py): the view exists when every worker
-  // of the span communicates (compute_distributed() says why not otherwise).
-  std::vector<an::distributed_worker_input> in;
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    in.push_back({workers[i], &inputs[i]->model, inputs[i]->used_devices,
-                  an::distributed_steps(inputs[i]->report.overview)});
-  entry->result = an::compute_distributed(in);
+  // of the span communicates (combine_distributed() says why not otherwise). Each worker's part
+  // was computed at its load: no model is read here.
+  std::vector<std::pair<std::string, const an::distributed_worker_part*>> parts;
+  for (std::size_t i = 0; i < inputs.size(); ++i) parts.emplace_back(workers[i], &inputs[i]->distributed);
+  entry->result = an::combine_distributed(parts);
   slot->entry = entry;
   return entry;
 }
@@ -771,6 +1054,51 @@ void store::cache_body(const std::string& key, const std::string& body) const {
     impl_->body_index_.erase(last.first);
     impl_->bodies_.pop_back();
   }
+}
+
+index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
+                          bool force) {
+  index_outcome out;
+  const auto t0 = clock_type::now();
+  const std::optional<index_key> key = index_key_of(path);
+  if (!key) {
+    out.error = path + ": not a readable regular file";
+    return out;
+  }
+  out.index_file = index_file_path(cache_dir, key->path);
+  if (!force) {
+    trace_index idx;
+    const index_status st = idx.open(out.index_file, *key);
+    if (st == index_status::ok) {
+      try {
+        summary_from_json(idx.summary_text());
+        out.ok = out.up_to_date = true;
+        return out;
+      } catch (const std::exception& e) {
+        out.note = std::string("corrupt: ") + e.what();
+      }
+    } else if (st != index_status::missing) {
+      out.note = std::string(index_status_name(st)) + ": " + idx.error();
+    }
+  }
+  try {
+    std::string error;
+    int error_number = 0;
+    const std::string name = fs::path(key->path).filename().string();
+    auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number);
+    if (!p) {
+      out.error = error;
+      return out;
+    }
+    p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+    const file_summary sum = store::impl::make_summary(*p, store_options{}.max_summary_body_bytes);
+    write_index(out.index_file, *key, summary_to_json(sum), p->model);
+    out.ok = true;
+  } catch (const std::exception& e) {
+    out.error = path + ": " + e.what();
+  }
+  out.seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
+  return out;
 }
 
 }  // namespace kinetoscope::server

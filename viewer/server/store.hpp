@@ -45,6 +45,7 @@
 #include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/report.hpp"
+#include "server/summary.hpp"
 
 namespace kinetoscope::server {
 
@@ -63,6 +64,16 @@ struct store_options {
   /// Heap bytes of op trees rebuilt on demand (store::trees()) kept for the next request, most
   /// recently used first; a tree larger than this is used by its requests and then dropped.
   std::uint64_t tree_cache_bytes = std::uint64_t{256} << 20;
+  /// Where persisted indexes are read and written (trace_index.hpp); empty: none (every start
+  /// parses every trace). `kinetoscope --logdir` passes default_cache_dir() unless --no_cache.
+  std::string cache_dir;
+  /// Heap bytes of full profiles kept loaded (profile::heap_bytes()), least recently used
+  /// evicted first; 0: no limit. Summaries always stay. A profile in use by a request stays
+  /// alive until the request lets go, whatever the budget.
+  std::uint64_t max_memory = 0;
+  /// A summary keeps a default request's body up to this size (larger ones are served from the
+  /// full profile).
+  std::size_t max_summary_body_bytes = std::size_t{1} << 20;
 };
 
 /// Load progress over every file discovered so far.
@@ -142,16 +153,44 @@ struct file_status {
   std::string error;  ///< failed / skipped: why
   std::uint64_t warnings = 0;
   std::optional<double> load_seconds;
-  /// The loaded profile (loaded files; also a changed file's previous load while it reloads).
-  std::shared_ptr<const profile> loaded;
+  /// The loaded file's summary (loaded files; also a changed file's previous load while it
+  /// reloads). The full profile is store::find() / store::acquire().
+  std::shared_ptr<const file_summary> summary;
+  /// The persisted index: "read", "written", "off" (no cache folder), or why it was not used
+  /// or not written ("rebuilt (stale): ...", "not written: ...").
+  std::string index;
+  bool resident = false;  ///< its full profile is loaded now
 };
 
-/// The Distributed view of one (run, span), with the profiles it was computed from.
+/// What store::acquire() gives.
+struct full_result {
+  std::shared_ptr<const server::profile> full;  ///< the full profile, when loaded
+  bool loading = false;  ///< not yet: it is being loaded (ask again)
+  std::string error;     ///< loading it failed
+  std::string path;      ///< the file (relative to the logdir)
+};
+
+/// The Distributed view of one (run, span), with the summaries it was computed from.
 struct distributed_entry {
-  std::vector<std::shared_ptr<const profile>> profiles;  ///< keeps the inputs alive
+  std::vector<std::shared_ptr<const file_summary>> summaries;  ///< the inputs
   analysis::distributed_result result;
   std::uint64_t generation = 0;  ///< changes when any input profile changes (cache keys)
 };
+
+/// What index_trace() did.
+struct index_outcome {
+  bool ok = false;
+  bool up_to_date = false;  ///< a valid index was there already (nothing written)
+  std::string index_file;
+  std::string error;        ///< when !ok
+  std::string note;         ///< why an existing index was rebuilt ("stale: ...")
+  double seconds = 0;
+};
+/// Builds the persisted index of one trace file into `cache_dir` exactly as the server does at
+/// a load (parse, every view, summary, model columns), unless a valid one is there and `force`
+/// is false. For `kinetoscope index`, which runs it one process per file.
+index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
+                          bool force);
 
 class store {
  public:
@@ -184,8 +223,21 @@ class store {
   bool run_known(std::string_view run) const;
   /// Loaded files of `run` (with their names), in discovery order.
   std::vector<file_status> run_files(std::string_view run) const;
-  /// The loaded profile of (run, worker, span), or nullptr.
+  /// The summary of the loaded file (run, worker, span), or nullptr.
+  std::shared_ptr<const file_summary> find_summary(std::string_view run, std::string_view worker,
+                                                   std::string_view span) const;
+  /// The full profile of (run, worker, span): the resident one, else loaded (from its index
+  /// when valid, else from the trace) by the store's on-demand thread while the caller waits at
+  /// most `wait`. Concurrent callers share one load.
+  full_result acquire(std::string_view run, std::string_view worker, std::string_view span,
+                      std::chrono::milliseconds wait) const;
+  /// acquire() waiting as long as the load takes; nullptr when the file is unknown or its load
+  /// failed.
   std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
+  /// Heap bytes of the full profiles the store keeps now (within store_options::max_memory).
+  std::uint64_t resident_bytes() const;
+  /// Full profiles loaded on demand since start (after an eviction or from an index).
+  std::uint64_t full_loads() const noexcept;
   /// The /api/scalars body of `run` (the TensorBoard event files directly in its directory),
   /// read by the store's scanner thread: in steps (at most 256 MB per scan), incrementally
   /// (only bytes appended since the last scan), at most 20 000 points per tag (thinned evenly

@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file index.cpp
+/// `kinetoscope index`: see index.hpp.
+#include "cli/index.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+#include "analysis/discovery.hpp"
+#include "analysis/loader.hpp"
+#include "server/store.hpp"
+#include "server/trace_index.hpp"
+
+namespace kinetoscope::cli {
+
+std::string index_usage() {
+  return "usage: kinetoscope index [--cache_dir DIR] [--force] [--max_file_size SIZE] PATH...\n"
+         "  Builds the index of each trace file (a folder: every trace below it) into the cache\n"
+         "  folder that `kinetoscope --logdir` reads, so that the server starts without parsing.\n"
+         "  One file per process scales out: find LOGDIR -name '*.pt.trace.json*' | xargs -P 8 -n 1\n"
+         "  kinetoscope index\n"
+         "  --cache_dir DIR       the server's --cache_dir (default: $XDG_CACHE_HOME/kinetoscope,\n"
+         "                        else ~/.cache/kinetoscope)\n"
+         "  --force               rebuild even a valid index\n"
+         "  --max_file_size SIZE  refuse larger JSON texts (default 16G), as the server's flag\n"
+         "  Prints one line per file; exit status 1 when some file failed.\n";
+}
+
+int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string cache_dir;
+  bool force = false;
+  std::uint64_t max_text = std::uint64_t{16} << 30;
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string value;
+    const auto take = [&](std::string_view flag) {
+      if (a.size() > flag.size() && a.compare(0, flag.size(), flag) == 0 && a[flag.size()] == '=') {
+        value = a.substr(flag.size() + 1);
+        return true;
+      }
+      if (a == flag && i + 1 < args.size()) {
+        value = args[++i];
+        return true;
+      }
+      return false;
+    };
+    if (a == "--help" || a == "-h") {
+      out << index_usage();
+      return 0;
+    }
+    if (a == "--force") {
+      force = true;
+    } else if (take("--cache_dir")) {
+      if (value.empty()) {
+        err << "kinetoscope index: --cache_dir is empty\n";
+        return 2;
+      }
+      cache_dir = value;
+    } else if (take("--max_file_size")) {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size || *size == 0) {
+        err << "kinetoscope index: bad --max_file_size '" << value << "'\n";
+        return 2;
+      }
+      max_text = *size;
+    } else if (a.starts_with("--")) {
+      err << "kinetoscope index: unknown or incomplete flag '" << a << "'\n" << index_usage();
+      return 2;
+    } else {
+      paths.push_back(a);
+    }
+  }
+  if (paths.empty()) {
+    err << "kinetoscope index: no trace file given\n" << index_usage();
+    return 2;
+  }
+  if (cache_dir.empty()) cache_dir = server::default_cache_dir();
+  if (cache_dir.empty()) {
+    err << "kinetoscope index: no cache folder: set --cache_dir, XDG_CACHE_HOME or HOME\n";
+    return 2;
+  }
+  // Folders stand for the trace files below them (as the server discovers them).
+  std::vector<std::string> files;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(p, ec)) {
+      for (const auto& f : analysis::discover_logdir(p, {}).files)
+        if (f.skipped.empty()) files.push_back(f.path);
+    } else {
+      files.push_back(p);
+    }
+  }
+  int status = 0;
+  for (const std::string& f : files) {
+    const server::index_outcome r = server::index_trace(f, cache_dir, max_text, force);
+    if (!r.ok) {
+      err << "kinetoscope index: " << r.error << '\n';
+      status = 1;
+    } else if (r.up_to_date) {
+      out << f << ": up to date (" << r.index_file << ")\n";
+    } else {
+      char secs[32];
+      std::snprintf(secs, sizeof secs, "%.2f", r.seconds);
+      out << f << ": indexed in " << secs << " s (" << r.index_file << ")"
+          << (r.note.empty() ? "" : "; replaced an index that was " + r.note) << '\n';
+    }
+  }
+  return status;
+}
+
+}  // namespace kinetoscope::cli

@@ -1,0 +1,482 @@
+// SPDX-License-Identifier: BSD-3-Clause
+/// @file trace_index.cpp
+/// The persisted index (trace_index.hpp): writing, checking and reading back.
+#include "server/trace_index.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <type_traits>
+
+#include "nlohmann/json.hpp"
+#include "zlib.h"
+
+namespace kinetoscope::server {
+namespace {
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+
+constexpr char magic[8] = {'K', 'S', 'I', 'N', 'D', 'E', 'X', '\0'};
+constexpr std::uint64_t alignment = 64;
+/// Bounds that no real index reaches; past them the header is corrupt, not big.
+constexpr std::uint32_t max_sections = 64;
+constexpr std::uint32_t max_path_bytes = 1 << 16;
+constexpr std::uint64_t max_summary_bytes = std::uint64_t{1} << 30;
+
+/// Section kinds. New kinds get new numbers; a reader ignores none (the version says what is there).
+enum : std::uint32_t {
+  s_summary = 1,
+  s_string_offsets = 2,  ///< strings.size() + 1 uint64 offsets into the blob
+  s_string_blob = 3,
+  s_events = 4,
+  s_ops = 5,
+  s_kernels = 6,
+  s_memory = 7,
+  s_python = 8,
+  s_fwdbwd = 9,
+  s_track_metas = 10,
+  s_model_misc = 11,  ///< JSON: devices, distributed, flags, diagnostics
+};
+
+#pragma pack(push, 1)
+struct file_header {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_bytes;  ///< this struct + path + table
+  std::uint64_t source_size;
+  std::int64_t source_mtime_ns;
+  std::uint64_t total_bytes;   ///< the whole index file
+  std::uint32_t sections;
+  std::uint32_t path_bytes;
+};
+struct table_entry {
+  std::uint32_t kind;
+  std::uint32_t crc;
+  std::uint64_t offset;
+  std::uint64_t size;
+};
+#pragma pack(pop)
+
+std::uint32_t crc_of(const void* data, std::uint64_t bytes) {
+  return static_cast<std::uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), static_cast<const Bytef*>(data), static_cast<z_size_t>(bytes)));
+}
+
+std::uint64_t align_up(std::uint64_t v) { return (v + alignment - 1) / alignment * alignment; }
+
+template <class T>
+std::string_view column_bytes(const std::vector<T>& v) {
+  static_assert(std::is_trivially_copyable_v<T>, "model columns are copied byte for byte");
+  return {reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)};
+}
+
+/// The byte of a bool or enum field must be one of its values: anything else read as a bool
+/// is undefined behaviour, so the raw bytes are checked before the record is used.
+bool byte_at_most(const void* record, std::size_t offset, unsigned max) {
+  unsigned char b = 0;
+  std::memcpy(&b, static_cast<const unsigned char*>(record) + offset, 1);
+  return b <= max;
+}
+#define KS_BOOL_OK(rec, type, field) byte_at_most(&(rec), offsetof(type, field), 1)
+
+nlohmann::json model_misc(const an::trace_model& m) {
+  nlohmann::json devices = nlohmann::json::array();
+  for (const an::device_info& d : m.devices)
+    devices.push_back({d.present, d.name, d.has_name, d.total_global_mem, d.has_total_global_mem, d.compute_major,
+                       d.has_compute_major, d.compute_minor, d.has_compute_minor, d.num_sms,
+                       d.max_threads_per_multiprocessor});
+  nlohmann::json j;
+  j["devices"] = std::move(devices);
+  if (m.distributed)
+    j["distributed"] = {m.distributed->backend, m.distributed->rank, m.distributed->world_size};
+  j["lightning"] = m.lightning;
+  j["legacy_array"] = m.legacy_array;
+  j["schema_version"] = m.schema_version;
+  j["base_time_ns"] = m.base_time_ns;
+  j["record_window_end_dropped"] = m.record_window_end_dropped;
+  j["events_by_category"] = m.diagnostics.events_by_category;
+  j["warnings"] = m.diagnostics.warnings;
+  j["messages"] = m.diagnostics.messages;
+  j["text_bytes"] = m.diagnostics.text_bytes;
+  return j;
+}
+
+/// Throws (nlohmann::json::exception) on a wrong shape; the caller reports it as corrupt.
+void read_model_misc(const nlohmann::json& j, an::trace_model& m) {
+  m.devices.clear();
+  for (const auto& d : j.at("devices")) {
+    an::device_info x;
+    x.present = d.at(0).get<bool>();
+    x.name = d.at(1).get<std::string>();
+    x.has_name = d.at(2).get<bool>();
+    x.total_global_mem = d.at(3).get<std::int64_t>();
+    x.has_total_global_mem = d.at(4).get<bool>();
+    x.compute_major = d.at(5).get<std::int64_t>();
+    x.has_compute_major = d.at(6).get<bool>();
+    x.compute_minor = d.at(7).get<std::int64_t>();
+    x.has_compute_minor = d.at(8).get<bool>();
+    x.num_sms = d.at(9).get<std::int64_t>();
+    x.max_threads_per_multiprocessor = d.at(10).get<std::int64_t>();
+    m.devices.push_back(std::move(x));
+  }
+  if (j.contains("distributed")) {
+    const auto& d = j.at("distributed");
+    m.distributed = an::distributed_meta{d.at(0).get<std::string>(), d.at(1).get<std::int64_t>(),
+                                         d.at(2).get<std::int64_t>()};
+  }
+  m.lightning = j.at("lightning").get<bool>();
+  m.legacy_array = j.at("legacy_array").get<bool>();
+  m.schema_version = j.at("schema_version").get<std::int64_t>();
+  m.base_time_ns = j.at("base_time_ns").get<std::int64_t>();
+  m.record_window_end_dropped = j.at("record_window_end_dropped").get<bool>();
+  m.diagnostics.events_by_category = j.at("events_by_category").get<std::map<std::string, std::uint64_t>>();
+  m.diagnostics.warnings = j.at("warnings").get<std::map<std::string, std::uint64_t>>();
+  m.diagnostics.messages = j.at("messages").get<std::vector<std::string>>();
+  m.diagnostics.text_bytes = j.at("text_bytes").get<std::uint64_t>();
+}
+
+/// Every field that indexes something, and every bool and enum byte, in range.
+std::string check_model(const an::trace_model& m) {
+  const std::size_t n_strings = m.strings.size();
+  const auto string_ok = [&](std::uint32_t id) { return id < n_strings; };
+  const auto encoded_ok = [&](std::int64_t v, bool is_string) {
+    if (!is_string) return true;
+    const std::int64_t id = an::string_id_base - v;
+    return id >= 0 && static_cast<std::uint64_t>(id) < n_strings;
+  };
+  for (std::size_t i = 0; i < m.events.size(); ++i) {
+    const an::event& e = m.events[i];
+    if (!byte_at_most(&e, offsetof(an::event, type), static_cast<unsigned>(an::event_type::other)) ||
+        !KS_BOOL_OK(e, an::event, gpu_annotation) || !KS_BOOL_OK(e, an::event, pid_is_string) ||
+        !KS_BOOL_OK(e, an::event, tid_is_string))
+      return "event " + std::to_string(i) + ": a flag byte out of range";
+    if (!string_ok(e.name) || !encoded_ok(e.pid, e.pid_is_string) || !encoded_ok(e.tid, e.tid_is_string))
+      return "event " + std::to_string(i) + ": a string id out of range";
+    std::size_t table = 0;
+    bool optional = false;
+    switch (e.type) {
+      case an::event_type::op:
+      case an::event_type::user_annotation:
+      case an::event_type::python: table = m.ops.size(); optional = true; break;
+      case an::event_type::kernel: table = m.kernels.size(); break;
+      case an::event_type::python_function:
+      case an::event_type::module: table = m.python.size(); break;
+      case an::event_type::memory: table = m.memory.size(); break;
+      default: optional = true; break;  // no side table: only no_index
+    }
+    if (!(e.extra == an::no_index ? optional : e.extra < table))
+      return "event " + std::to_string(i) + ": a side-table index out of range";
+  }
+  for (const an::op_args& a : m.ops)
+    if (!string_ok(a.input_dims) || !string_ok(a.input_types) || !string_ok(a.call_stack))
+      return "op args: a string id out of range";
+  for (const an::kernel_args& k : m.kernels)
+    if (!KS_BOOL_OK(k, an::kernel_args, has_blocks_per_sm) || !KS_BOOL_OK(k, an::kernel_args, has_occupancy) ||
+        !KS_BOOL_OK(k, an::kernel_args, has_grid) || !KS_BOOL_OK(k, an::kernel_args, has_block) ||
+        !KS_BOOL_OK(k, an::kernel_args, has_registers) || !KS_BOOL_OK(k, an::kernel_args, has_shared_memory))
+      return "kernel args: a flag byte out of range";
+  for (const an::memory_args& a : m.memory)
+    if (!KS_BOOL_OK(a, an::memory_args, has_addr)) return "memory args: a flag byte out of range";
+  for (const an::flow_event& f : m.fwdbwd)
+    if (!KS_BOOL_OK(f, an::flow_event, is_start)) return "flows: a flag byte out of range";
+  for (const an::track_meta& t : m.track_metas)
+    if (!KS_BOOL_OK(t, an::track_meta, pid_is_string) || !KS_BOOL_OK(t, an::track_meta, tid_is_string) ||
+        !byte_at_most(&t, offsetof(an::track_meta, kind), static_cast<unsigned>(an::meta_kind::thread_sort_index)) ||
+        !string_ok(t.text) || !encoded_ok(t.pid, t.pid_is_string) || !encoded_ok(t.tid, t.tid_is_string))
+      return "track metadata: a field out of range";
+  return {};
+}
+
+/// Writes all of `bytes` at the descriptor's position.
+void write_all(int fd, const char* data, std::uint64_t bytes, const std::string& file) {
+  while (bytes > 0) {
+    const ssize_t n = ::write(fd, data, static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1 << 30)));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error("cannot write " + file + ": " + std::strerror(errno));
+    data += n;
+    bytes -= static_cast<std::uint64_t>(n);
+  }
+}
+
+}  // namespace
+
+std::optional<index_key> index_key_of(const std::string& path) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(path, ec).lexically_normal();
+  if (ec) return std::nullopt;
+  struct stat st {};
+  if (::stat(abs.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  index_key k;
+  k.path = abs.string();
+  k.size = static_cast<std::uint64_t>(st.st_size);
+  k.mtime_ns = static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  return k;
+}
+
+std::string default_cache_dir() {
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  if (xdg != nullptr && xdg[0] == '/') return (fs::path(xdg) / "kinetoscope").string();
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] != '\0') return (fs::path(home) / ".cache" / "kinetoscope").string();
+  return {};
+}
+
+std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path) {
+  // FNV-1a, 64 bits: a name, not a security boundary (the header holds the whole path).
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : absolute_path) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  static const char hex[] = "0123456789abcdef";
+  std::string name(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) name[static_cast<std::size_t>(i)] = hex[h & 15];
+  return (fs::path(cache_dir) / (name + ".ksidx")).string();
+}
+
+std::string_view index_status_name(index_status s) noexcept {
+  switch (s) {
+    case index_status::ok: return "ok";
+    case index_status::missing: return "missing";
+    case index_status::unreadable: return "unreadable";
+    case index_status::foreign: return "foreign";
+    case index_status::version: return "version";
+    case index_status::stale: return "stale";
+    case index_status::truncated: return "truncated";
+    case index_status::corrupt: return "corrupt";
+  }
+  return "unknown";
+}
+
+void write_index(const std::string& file, const index_key& key, std::string_view summary_json,
+                 const an::trace_model& model) {
+  // The strings as offsets + one blob.
+  std::vector<std::uint64_t> offsets;
+  offsets.reserve(model.strings.size() + 1);
+  std::string blob;
+  {
+    std::uint64_t total = 0;
+    for (const std::string& s : model.strings) total += s.size();
+    blob.reserve(total);
+    offsets.push_back(0);
+    for (const std::string& s : model.strings) {
+      blob += s;
+      offsets.push_back(blob.size());
+    }
+  }
+  const std::string misc = model_misc(model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::vector<std::pair<std::uint32_t, std::string_view>> parts = {
+      {s_summary, summary_json},
+      {s_string_offsets, column_bytes(offsets)},
+      {s_string_blob, blob},
+      {s_events, column_bytes(model.events)},
+      {s_ops, column_bytes(model.ops)},
+      {s_kernels, column_bytes(model.kernels)},
+      {s_memory, column_bytes(model.memory)},
+      {s_python, column_bytes(model.python)},
+      {s_fwdbwd, column_bytes(model.fwdbwd)},
+      {s_track_metas, column_bytes(model.track_metas)},
+      {s_model_misc, misc},
+  };
+
+  file_header h{};
+  std::memcpy(h.magic, magic, sizeof magic);
+  h.version = index_format_version;
+  h.source_size = key.size;
+  h.source_mtime_ns = key.mtime_ns;
+  h.sections = static_cast<std::uint32_t>(parts.size());
+  h.path_bytes = static_cast<std::uint32_t>(key.path.size());
+  h.header_bytes = static_cast<std::uint32_t>(sizeof(file_header) + key.path.size() + parts.size() * sizeof(table_entry));
+  std::vector<table_entry> table;
+  std::uint64_t at = align_up(h.header_bytes);
+  for (const auto& [kind, bytes] : parts) {
+    table.push_back({kind, crc_of(bytes.data(), bytes.size()), at, bytes.size()});
+    at = align_up(at + bytes.size());
+  }
+  h.total_bytes = at;
+
+  std::error_code ec;
+  fs::create_directories(fs::path(file).parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create " + fs::path(file).parent_path().string() + ": " + ec.message());
+  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
+  try {
+    write_all(fd, reinterpret_cast<const char*>(&h), sizeof h, tmp);
+    write_all(fd, key.path.data(), key.path.size(), tmp);
+    write_all(fd, reinterpret_cast<const char*>(table.data()), table.size() * sizeof(table_entry), tmp);
+    std::uint64_t pos = h.header_bytes;
+    static const char zeros[alignment] = {};
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      write_all(fd, zeros, table[i].offset - pos, tmp);
+      write_all(fd, parts[i].second.data(), parts[i].second.size(), tmp);
+      pos = table[i].offset + parts[i].second.size();
+    }
+    write_all(fd, zeros, h.total_bytes - pos, tmp);
+    if (::close(fd) != 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    throw;
+  }
+  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("cannot rename " + tmp + " to " + file + ": " + std::strerror(e));
+  }
+}
+
+trace_index::~trace_index() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool trace_index::fail(std::string why) {
+  error_ = std::move(why);
+  return false;
+}
+
+bool trace_index::read_at(std::uint64_t offset, void* out, std::uint64_t bytes) {
+  auto* p = static_cast<char*>(out);
+  while (bytes > 0) {
+    const ssize_t n = ::pread(fd_, p, static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1 << 30)),
+                              static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return fail(std::string("cannot read the index: ") + std::strerror(errno));
+    if (n == 0) return fail("the index is shorter than its header says");
+    p += n;
+    offset += static_cast<std::uint64_t>(n);
+    bytes -= static_cast<std::uint64_t>(n);
+  }
+  return true;
+}
+
+const trace_index::section* trace_index::find(std::uint32_t kind) const noexcept {
+  for (const section& s : sections_)
+    if (s.kind == kind) return &s;
+  return nullptr;
+}
+
+index_status trace_index::open(const std::string& file, const index_key& key) {
+  if (fd_ >= 0) ::close(fd_);
+  sections_.clear();
+  summary_.clear();
+  fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) {
+    const int e = errno;
+    error_ = file + ": " + std::strerror(e);
+    return e == ENOENT ? index_status::missing : index_status::unreadable;
+  }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+    error_ = file + ": not a regular file";
+    return index_status::unreadable;
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+  file_header h{};
+  if (size_ < sizeof h || !read_at(0, &h, sizeof h) || std::memcmp(h.magic, magic, sizeof magic) != 0) {
+    error_ = "not a kinetoscope index";
+    return size_ < sizeof h && size_ > 0 ? index_status::truncated : index_status::foreign;
+  }
+  if (h.version != index_format_version) {
+    error_ = "written by index format " + std::to_string(h.version) + ", this is " +
+             std::to_string(index_format_version);
+    return index_status::version;
+  }
+  if (h.total_bytes != size_) {
+    error_ = "the index has " + std::to_string(size_) + " bytes, its header says " + std::to_string(h.total_bytes);
+    return index_status::truncated;
+  }
+  if (h.path_bytes > max_path_bytes || h.sections > max_sections ||
+      h.header_bytes != sizeof h + h.path_bytes + std::uint64_t{h.sections} * sizeof(table_entry) ||
+      h.header_bytes > size_) {
+    error_ = "the index header is inconsistent";
+    return index_status::corrupt;
+  }
+  std::string path(h.path_bytes, '\0');
+  if (!read_at(sizeof h, path.data(), path.size())) return index_status::truncated;
+  if (path != key.path) {
+    error_ = "the index belongs to another trace";
+    return index_status::foreign;
+  }
+  if (h.source_size != key.size || h.source_mtime_ns != key.mtime_ns) {
+    error_ = "the trace changed since it was indexed";
+    return index_status::stale;
+  }
+  std::vector<table_entry> table(h.sections);
+  if (!read_at(sizeof h + h.path_bytes, table.data(), table.size() * sizeof(table_entry))) return index_status::truncated;
+  for (const table_entry& t : table) {
+    if (t.offset < h.header_bytes || t.offset > size_ || t.size > size_ - t.offset) {
+      error_ = "section " + std::to_string(t.kind) + " lies outside the index";
+      return index_status::corrupt;
+    }
+    sections_.push_back({t.kind, t.offset, t.size, t.crc});
+  }
+  const section* s = find(s_summary);
+  if (s == nullptr || s->size > max_summary_bytes) {
+    error_ = "the index has no summary";
+    return index_status::corrupt;
+  }
+  summary_.resize(s->size);
+  if (!read_at(s->offset, summary_.data(), s->size)) return index_status::truncated;
+  if (crc_of(summary_.data(), summary_.size()) != s->crc) {
+    summary_.clear();
+    error_ = "the summary's checksum does not match";
+    return index_status::corrupt;
+  }
+  error_.clear();
+  return index_status::ok;
+}
+
+template <class T>
+bool trace_index::read_column(std::uint32_t kind, std::vector<T>& out) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const section* s = find(kind);
+  if (s == nullptr) return fail("the index lacks section " + std::to_string(kind));
+  if (s->size % sizeof(T) != 0) return fail("section " + std::to_string(kind) + " is not whole records");
+  out.clear();
+  out.shrink_to_fit();
+  out.resize(s->size / sizeof(T));
+  if (!read_at(s->offset, out.data(), s->size)) return false;
+  if (crc_of(out.data(), s->size) != s->crc) return fail("section " + std::to_string(kind) + ": checksum mismatch");
+  return true;
+}
+
+bool trace_index::read_model(an::trace_model& m) {
+  if (fd_ < 0 || summary_.empty()) return fail("no index is open");
+  std::vector<std::uint64_t> offsets;
+  std::vector<char> blob;
+  if (!read_column(s_string_offsets, offsets) || !read_column(s_string_blob, blob)) return false;
+  if (offsets.empty() || offsets.front() != 0 || offsets.back() != blob.size())
+    return fail("the string table is inconsistent");
+  m.strings.clear();
+  m.strings.reserve(offsets.size() - 1);
+  for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
+    if (offsets[i + 1] < offsets[i]) return fail("the string table is inconsistent");
+    m.strings.emplace_back(blob.data() + offsets[i], offsets[i + 1] - offsets[i]);
+  }
+  blob = {};
+  if (m.strings.empty() || !m.strings.front().empty()) return fail("string 0 must be empty");
+  if (!read_column(s_events, m.events) || !read_column(s_ops, m.ops) || !read_column(s_kernels, m.kernels) ||
+      !read_column(s_memory, m.memory) || !read_column(s_python, m.python) || !read_column(s_fwdbwd, m.fwdbwd) ||
+      !read_column(s_track_metas, m.track_metas))
+    return false;
+  std::vector<char> misc;
+  if (!read_column(s_model_misc, misc)) return false;
+  try {
+    read_model_misc(nlohmann::json::parse(misc.begin(), misc.end()), m);
+  } catch (const std::exception& e) {
+    return fail(std::string("the model's scalars are unreadable: ") + e.what());
+  }
+  if (std::string why = check_model(m); !why.empty()) return fail(std::move(why));
+  return true;
+}
+
+}  // namespace kinetoscope::server

@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: BSD-3-Clause
+#pragma once
+/// @file trace_index.hpp
+/// The persisted index of one trace file: what the viewer computed from it, kept in a cache
+/// folder so that the next start reads it instead of parsing the JSON again.
+///
+/// One file per trace, `<cache_dir>/<16 hex digits of a hash of the absolute path>.ksidx`,
+/// written atomically (a temporary file renamed into place), so a reader sees the old index,
+/// the new one or none, never half of one. Layout (little-endian, docs in ARCHITECTURE.md):
+///
+///     header   magic "KSINDEX\0", format version, header bytes, source size, source mtime,
+///              total file bytes, section count, source path length
+///     path     the absolute path of the trace (the key; a hash collision is a miss)
+///     table    per section: kind, offset, size, CRC-32
+///     sections each aligned to 64 bytes: the summary (JSON text: the per-file summary the
+///              server keeps resident) and the model's columns (trace_model's vectors of
+///              trivially copyable records, byte for byte; strings as offsets + one blob;
+///              the rest as JSON)
+///
+/// Nothing in an index is trusted: a missing, short or over-long file, a foreign magic or
+/// format version, a different source path, size or modification time, a section outside the
+/// file, a CRC mismatch, or a record field out of range (string ids, side-table indexes, enum
+/// and bool bytes) all make the index invalid, and the caller parses the trace instead (and
+/// writes a fresh index). Reopening reads each column straight into its vector (one pread()
+/// per column, no parsing but of the small summary and the model's few scalars); reading
+/// rather than mapping means a file truncated behind our back gives a short read, not SIGBUS.
+///
+/// **Example**:
+/// @code
+/// const auto key = index_key_of("/logs/run/w.pt.trace.json");   // stat()s the trace
+/// trace_index idx;
+/// if (key && idx.open(index_file_path(cache, key->path), *key) == index_status::ok) {
+///   std::string summary = idx.summary_text();
+///   analysis::trace_model model;
+///   if (idx.read_model(model)) use(model);
+/// }
+/// @endcode
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "analysis/model.hpp"
+
+namespace kinetoscope::server {
+
+/// Bumped whenever the layout, the model's records or what the summary holds (the views'
+/// numbers) change: an index written by another version is rebuilt, never read.
+inline constexpr std::uint32_t index_format_version = 1;
+
+/// What identifies the trace an index was made from.
+struct index_key {
+  std::string path;           ///< absolute, lexically normal
+  std::uint64_t size = 0;     ///< bytes on disk
+  std::int64_t mtime_ns = 0;  ///< modification time, ns since the epoch
+};
+
+/// The key of the trace at `path` as it is on disk now (nullopt: it cannot be stat()ed).
+std::optional<index_key> index_key_of(const std::string& path);
+
+/// `$XDG_CACHE_HOME/kinetoscope` when that variable holds an absolute path, else
+/// `$HOME/.cache/kinetoscope`; empty when neither is set (no cache).
+std::string default_cache_dir();
+
+/// Where the index of the trace `absolute_path` lies in `cache_dir`.
+std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path);
+
+enum class index_status : std::uint8_t {
+  ok,
+  missing,     ///< no index file
+  unreadable,  ///< the index exists but cannot be opened or mapped
+  foreign,     ///< not an index (magic) or the index of another path
+  version,     ///< written by another format version
+  stale,       ///< the trace changed since (size or modification time)
+  truncated,   ///< shorter (or longer) than its header says
+  corrupt,     ///< a section outside the file, a checksum or a record out of range
+};
+/// "ok", "missing", "unreadable", "foreign", "version", "stale", "truncated", "corrupt".
+std::string_view index_status_name(index_status s) noexcept;
+
+/// Writes the index of `model` with `summary_json` into `file` (creating its folder):
+/// a temporary file in the same folder, then rename(). Throws std::runtime_error on failure
+/// (the old index, if any, is left as it was).
+void write_index(const std::string& file, const index_key& key, std::string_view summary_json,
+                 const analysis::trace_model& model);
+
+/// One opened index (its descriptor, closed by the destructor).
+class trace_index {
+ public:
+  trace_index() = default;
+  ~trace_index();
+  trace_index(const trace_index&) = delete;
+  trace_index& operator=(const trace_index&) = delete;
+
+  /// Opens `file` and checks the header against `key`, the section table and the summary's
+  /// checksum (the model's sections are checked by read_model()).
+  index_status open(const std::string& file, const index_key& key);
+  /// Why open() or read_model() failed, in words.
+  const std::string& error() const noexcept { return error_; }
+
+  /// The summary's JSON text (read and checked by open()).
+  const std::string& summary_text() const noexcept { return summary_; }
+  /// Copies the model's columns into `model` after checking their checksums and every
+  /// record's fields; false (error() says why, `model` unspecified) when the index is corrupt.
+  bool read_model(analysis::trace_model& model);
+  /// Bytes of the index file.
+  std::uint64_t file_bytes() const noexcept { return size_; }
+
+ private:
+  struct section {
+    std::uint32_t kind = 0;
+    std::uint64_t offset = 0, size = 0;
+    std::uint32_t crc = 0;
+  };
+  const section* find(std::uint32_t kind) const noexcept;
+  bool read_at(std::uint64_t offset, void* out, std::uint64_t bytes);
+  template <class T>
+  bool read_column(std::uint32_t kind, std::vector<T>& out);
+  bool fail(std::string why);
+
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+  std::string error_;
+  std::string summary_;
+  std::vector<section> sections_;
+};
+
+}  // namespace kinetoscope::server
