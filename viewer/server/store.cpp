@@ -113,6 +113,10 @@ struct full_slot {
   std::condition_variable cv;
   std::weak_ptr<const profile> weak;
   bool loading = false;
+  /// Requests waiting for the load, and the loaded profile held for them until the last one took
+  /// it (a budget smaller than the profile evicts it as soon as it is loaded).
+  std::size_t waiters = 0;
+  std::shared_ptr<const profile> handoff;
   std::string error;  ///< the last on-demand load failed (kept until the file changes)
   /// The trace as it was when the summary was made (a full profile must come from the same).
   std::uint64_t source_size = 0;
@@ -715,6 +719,7 @@ struct store::impl {
       {
         std::lock_guard lock(job.slot->m);
         job.slot->weak = p;
+        if (job.slot->waiters > 0) job.slot->handoff = p;
         job.slot->loading = false;
         job.slot->error = p ? std::string() : error.empty() ? job.rel + ": cannot load" : error;
       }
@@ -915,9 +920,12 @@ full_result store::acquire(std::string_view run, std::string_view worker, std::s
     impl_->demand_cv_.notify_all();
   }
   const auto done = [&] { return !slot.loading; };
+  ++slot.waiters;
   if (wait == std::chrono::milliseconds::max()) slot.cv.wait(lock, done);
   else slot.cv.wait_for(lock, wait, done);
-  if (auto p = slot.weak.lock()) {
+  std::shared_ptr<const profile> p = slot.handoff ? slot.handoff : slot.weak.lock();
+  if (--slot.waiters == 0) slot.handoff.reset();
+  if (p) {
     out.full = std::move(p);
   } else if (slot.loading) {
     out.loading = true;

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The persisted index (server/trace_index.hpp), the resident summaries and the memory-bounded
+// store (server/store.hpp): a second start answers from indexes exactly what a parse answers;
+// a changed trace, a truncated, foreign-version or corrupt index is detected and rebuilt; a
+// store whose budget holds no full profile answers every request, from four threads at once;
+// `kinetoscope index` under `xargs -P` fills the cache a server then reads.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/loader.hpp"
+#include "server/api.hpp"
+#include "server/store.hpp"
+#include "server/trace_index.hpp"
+
+namespace fs = std::filesystem;
+namespace an = kinetoscope::analysis;
+namespace ks = kinetoscope::server;
+using json = nlohmann::json;
+
+namespace {
+
+constexpr auto load_timeout = std::chrono::seconds(300);
+
+fs::path traces_dir() {
+  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
+  return fs::path(s) / "traces";
+}
+
+struct scratch {
+  fs::path path;
+  explicit scratch(const std::string& tag) {
+    path = fs::temp_directory_path() / ("kinetoscope_test_index_" + tag + "_" + std::to_string(::getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void copy_runs(const fs::path& logdir, std::initializer_list<const char*> runs) {
+  for (const char* run : runs) {
+    fs::create_directories(logdir / run);
+    for (const auto& e : fs::directory_iterator(traces_dir() / run))
+      if (e.path().filename().string().find(".pt.trace.json") != std::string::npos)
+        fs::copy_file(e.path(), logdir / run / e.path().filename());
+  }
+}
+
+std::unique_ptr<ks::store> started(const fs::path& logdir, const std::string& cache, std::uint64_t max_memory = 0) {
+  ks::store_options o;
+  o.logdir = logdir.string();
+  o.reload_interval_s = 0;
+  o.cache_dir = cache;
+  o.max_memory = max_memory;
+  auto s = std::make_unique<ks::store>(o);
+  s->start();
+  REQUIRE(s->wait_idle(load_timeout));
+  return s;
+}
+
+using query_t = std::vector<std::pair<std::string, std::string>>;
+
+/// GET through the API; a 503 (a full profile being loaded) is asked again, as the page does.
+ks::api_response get(ks::store& s, const std::string& route, const query_t& query) {
+  ks::api_request r{route, query};
+  for (int i = 0;; ++i) {
+    ks::api_response a = ks::api(s).handle(r);
+    if (a.status != 503 || i > 600) return a;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+/// The body, with the fields that measure this process's own load time removed.
+std::string comparable(const std::string& route, const ks::api_response& r) {
+  if (route != "diagnostics" || r.status != 200) return std::to_string(r.status) + " " + r.body;
+  json j = json::parse(r.body);
+  j.erase("load_seconds");
+  return "200 " + j.dump();
+}
+
+/// Every loaded file as (run, worker, span).
+std::vector<query_t> profiles(ks::store& s) {
+  std::vector<query_t> out;
+  for (const auto& f : s.files())
+    if (f.state == ks::file_state::loaded) out.push_back({{"run", f.run}, {"worker", f.worker}, {"span", f.span}});
+  return out;
+}
+
+/// Requests over every loaded profile: the views' defaults (answered from summaries) and
+/// requests only a full profile answers (other units, memory ranges, the timeline, call stacks,
+/// Diff), plus the Distributed routes of each run.
+std::vector<std::pair<std::string, query_t>> requests(ks::store& s) {
+  std::vector<std::pair<std::string, query_t>> out;
+  const auto add = [&](const std::string& route, query_t q, query_t extra = {}) {
+    q.insert(q.end(), extra.begin(), extra.end());
+    out.emplace_back(route, std::move(q));
+  };
+  for (const query_t& p : profiles(s)) {
+    for (const char* route : {"overview", "operation", "operation/table", "kernel", "kernel/table", "kernel/tc_pie",
+                              "memory", "memory_events", "memory_curve", "module", "recommendations", "diagnostics",
+                              "timeline/tracks", "tree"})
+      add(route, p);
+    add("operation/table", p, {{"group_by", "OperationAndInputShape"}});
+    add("kernel/table", p, {{"group_by", "OperationAndKernel"}});
+    add("memory_curve", p, {{"time_metric", "us"}, {"memory_metric", "KB"}});
+    add("memory", p, {{"start_ts", "0"}, {"end_ts", "1e18"}, {"memory_metric", "B"}});
+    add("timeline", p, {{"start", "-1e18"}, {"end", "1e18"}, {"px", "800"}});
+    add("timeline/event", p, {{"id", "3"}});
+    add("timeline/search", p, {{"q", "aten"}});
+    add("operation/stack", p, {{"op_name", "aten::add"}});
+    add("diffnode", p, {{"exp_run", p[0].second}, {"exp_worker", p[1].second}, {"exp_span", p[2].second}});
+  }
+  for (const std::string& run : s.runs())
+    for (const char* which : {"gpuinfo", "overlap", "waittime", "commops"})
+      add(std::string("distributed/") + which, {{"run", run}, {"span", s.run_files(run).front().span}});
+  return out;
+}
+
+std::map<std::string, std::string> answers(ks::store& s, const std::vector<std::pair<std::string, query_t>>& reqs) {
+  std::map<std::string, std::string> out;
+  for (const auto& [route, q] : reqs) {
+    std::string key = route;
+    for (const auto& [k, v] : q) key += "&" + k + "=" + v;
+    out[key] = comparable(route, get(s, route, q));
+  }
+  return out;
+}
+
+std::map<std::string, std::string> index_notes(ks::store& s) {
+  std::map<std::string, std::string> out;
+  for (const auto& f : s.files()) out[f.path] = f.index;
+  return out;
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+void write_bytes(const fs::path& p, const std::string& b) { std::ofstream(p, std::ios::binary | std::ios::trunc) << b; }
+
+/// The one index file of a cache folder.
+fs::path only_index(const fs::path& cache) {
+  std::vector<fs::path> found;
+  for (const auto& e : fs::directory_iterator(cache))
+    if (e.path().extension() == ".ksidx") found.push_back(e.path());
+  REQUIRE(found.size() == 1);
+  return found.front();
+}
+
+}  // namespace
+
+TEST_CASE("index: a second start reads every summary from the index and answers every request as a parse does") {
+  scratch dir("parity");
+  const fs::path logdir = dir.path / "logs";
+  const std::string cache = (dir.path / "cache").string();
+  copy_runs(logdir, {"resnet50_v100", "two_ranks", "cpu_only", "nccl_ddp", "amd_mi250"});
+
+  auto plain = started(logdir, "");
+  const auto reqs = requests(*plain);
+  REQUIRE(reqs.size() > 100);
+  const auto expected = answers(*plain, reqs);
+  std::size_t ok = 0;
+  for (const auto& [k, v] : expected) ok += v.starts_with("200 ") ? 1 : 0;
+  CHECK(ok > 80);  // most requests are real answers, not errors
+  for (const auto& [path, note] : index_notes(*plain)) CHECK(note == "off");
+  plain.reset();
+
+  {
+    auto first = started(logdir, cache);
+    for (const auto& [path, note] : index_notes(*first)) CHECK_MESSAGE(note == "written", path);
+    CHECK(answers(*first, reqs) == expected);
+  }
+
+  auto second = started(logdir, cache);
+  const auto notes = index_notes(*second);
+  CHECK(notes.size() == 7);
+  for (const auto& [path, note] : notes) CHECK_MESSAGE(note == "read", path);
+  // Nothing was parsed, nothing is resident: the views' defaults come from the summaries.
+  CHECK(second->resident_bytes() == 0);
+  for (const query_t& p : profiles(*second))
+    for (const char* route : {"overview", "operation", "kernel/table", "memory_curve", "recommendations"})
+      CHECK(get(*second, route, p).status == 200);
+  CHECK(second->full_loads() == 0);
+  for (const auto& f : second->files()) CHECK_FALSE(f.resident);
+  // The rest loads full profiles from the indexes, and every answer is the parse's.
+  const auto got = answers(*second, reqs);
+  CHECK(second->full_loads() == 7);
+  for (const auto& [k, v] : expected) {
+    INFO(k);
+    CHECK(got.at(k) == v);
+  }
+}
+
+TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreign index is rebuilt, never read") {
+  scratch dir("invalid");
+  const fs::path logdir = dir.path / "logs";
+  const fs::path cache = dir.path / "cache";
+  copy_runs(logdir, {"cpu_only"});
+  const std::string rel = "cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz";
+  const auto note_after_restart = [&] {
+    auto s = started(logdir, cache.string());
+    REQUIRE(s->files().size() == 1);
+    return s->files().front().index;
+  };
+  CHECK(note_after_restart() == "written");
+  const fs::path idx = only_index(cache);
+  const std::string good = read_bytes(idx);
+  CHECK(note_after_restart() == "read");
+
+  SUBCASE("the trace changed (mtime)") {
+    fs::last_write_time(logdir / rel, fs::last_write_time(logdir / rel) + std::chrono::seconds(5));
+    CHECK(note_after_restart().starts_with("rebuilt (stale: "));
+    CHECK(note_after_restart() == "read");
+  }
+  SUBCASE("the trace changed (size)") {
+    std::ofstream(logdir / rel, std::ios::binary | std::ios::app) << '\0';
+    const std::string note = note_after_restart();
+    CHECK(note.starts_with("rebuilt (stale: "));
+  }
+  SUBCASE("truncated") {
+    write_bytes(idx, good.substr(0, good.size() - 100));
+    CHECK(note_after_restart().starts_with("rebuilt (truncated: "));
+    CHECK(note_after_restart() == "read");
+  }
+  SUBCASE("cut inside the header") {
+    write_bytes(idx, good.substr(0, 20));
+    CHECK(note_after_restart().starts_with("rebuilt (truncated: "));
+  }
+  SUBCASE("another format version") {
+    std::string b = good;
+    std::uint32_t v = ks::index_format_version + 1;
+    std::memcpy(b.data() + 8, &v, sizeof v);
+    write_bytes(idx, b);
+    CHECK(note_after_restart().starts_with("rebuilt (version: "));
+  }
+  SUBCASE("a flipped byte in the summary") {
+    std::string b = good;
+    const std::size_t at = b.find("\"bodies\"");
+    REQUIRE(at != std::string::npos);
+    b[at + 3] ^= 0x20;
+    write_bytes(idx, b);
+    CHECK(note_after_restart().starts_with("rebuilt (corrupt: "));
+  }
+  SUBCASE("not an index") {
+    write_bytes(idx, std::string(good.size(), 'x'));
+    CHECK(note_after_restart().starts_with("rebuilt (foreign: "));
+  }
+  SUBCASE("the index of another trace under this trace's name") {
+    copy_runs(logdir, {"diff_base"});
+    { auto s = started(logdir, cache.string()); }
+    fs::path other;
+    for (const auto& e : fs::directory_iterator(cache))
+      if (e.path() != idx) other = e.path();
+    REQUIRE(!other.empty());
+    fs::copy_file(other, idx, fs::copy_options::overwrite_existing);
+    auto s = started(logdir, cache.string());
+    for (const auto& f : s->files())
+      if (f.path == rel) CHECK(f.index.starts_with("rebuilt (foreign: "));
+  }
+  SUBCASE("a flipped byte in the model's columns: the summary is read, the full profile is parsed") {
+    // The events section follows the string blob; the last 64-byte block before the misc JSON
+    // is inside a column. Flip a byte in the middle of the file instead: past the summary.
+    ks::trace_index t;
+    const auto key = ks::index_key_of((logdir / rel).string());
+    REQUIRE(key);
+    REQUIRE(t.open(idx.string(), *key) == ks::index_status::ok);
+    const std::size_t summary_end = good.find(t.summary_text()) + t.summary_text().size();
+    std::string b = good;
+    b[summary_end + (b.size() - summary_end) / 2] ^= 0x40;
+    write_bytes(idx, b);
+    ks::trace_index bad;
+    REQUIRE(bad.open(idx.string(), *key) == ks::index_status::ok);
+    an::trace_model m;
+    CHECK_FALSE(bad.read_model(m));
+    CHECK(bad.error().find("checksum") != std::string::npos);
+
+    auto s = started(logdir, cache.string());
+    CHECK(s->files().front().index == "read");
+    query_t q = profiles(*s).at(0);
+    q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "100"}});
+    const auto tl = get(*s, "timeline", q);
+    CHECK(tl.status == 200);
+    CHECK(s->full_loads() == 1);
+  }
+}
+
+TEST_CASE("index: the model read back is the model parsed; records out of range are refused") {
+  scratch dir("model");
+  const fs::path trace = traces_dir() / "resnet50_v100" / "worker0.1623143089861.pt.trace.json.gz";
+  an::load_result r = an::load_trace(trace.string());
+  REQUIRE(r.ok());
+  const an::trace_model& m = *r.model;
+  const auto key = ks::index_key_of(trace.string());
+  REQUIRE(key);
+  const std::string file = ks::index_file_path(dir.path.string(), key->path);
+  ks::write_index(file, *key, R"({"x":1})", m);
+
+  ks::trace_index t;
+  REQUIRE(t.open(file, *key) == ks::index_status::ok);
+  CHECK(t.summary_text() == R"({"x":1})");
+  an::trace_model back;
+  REQUIRE(t.read_model(back));
+  CHECK(back.strings == m.strings);
+  REQUIRE(back.events.size() == m.events.size());
+  CHECK(std::memcmp(back.events.data(), m.events.data(), m.events.size() * sizeof(an::event)) == 0);
+  CHECK(back.ops.size() == m.ops.size());
+  CHECK(back.kernels.size() == m.kernels.size());
+  CHECK(back.memory.size() == m.memory.size());
+  CHECK(back.track_metas.size() == m.track_metas.size());
+  CHECK(back.devices.size() == m.devices.size());
+  CHECK(back.devices.at(0).name == m.devices.at(0).name);
+  CHECK(back.diagnostics.warnings == m.diagnostics.warnings);
+  CHECK(back.diagnostics.text_bytes == m.diagnostics.text_bytes);
+  CHECK(back.schema_version == m.schema_version);
+  CHECK(back.find_string("aten::conv2d") == m.find_string("aten::conv2d"));
+
+  // A record whose string id points past the table, with its checksum made right: refused.
+  an::trace_model evil = m;
+  evil.events[5].name = static_cast<std::uint32_t>(evil.strings.size() + 7);
+  ks::write_index(file, *key, "{}", evil);
+  REQUIRE(t.open(file, *key) == ks::index_status::ok);
+  CHECK_FALSE(t.read_model(back));
+  CHECK(t.error().find("out of range") != std::string::npos);
+  // A bool byte that is neither 0 nor 1.
+  evil = m;
+  reinterpret_cast<unsigned char*>(&evil.events[9])[offsetof(an::event, pid_is_string)] = 7;
+  ks::write_index(file, *key, "{}", evil);
+  REQUIRE(t.open(file, *key) == ks::index_status::ok);
+  CHECK_FALSE(t.read_model(back));
+
+  // The key: another size or mtime is stale; a missing file is missing.
+  ks::index_key other = *key;
+  other.mtime_ns += 1;
+  CHECK(t.open(file, other) == ks::index_status::stale);
+  CHECK(t.open(file + ".none", *key) == ks::index_status::missing);
+  CHECK(ks::index_file_path("/c", "/a/b.json") != ks::index_file_path("/c", "/a/c.json"));
+}
+
+TEST_CASE("index: an unwritable cache folder and a read-only logdir still serve") {
+  scratch dir("readonly");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"cpu_only"});
+  // A cache folder below a regular file cannot be created, even by root.
+  write_bytes(dir.path / "plainfile", "x");
+  auto s = started(logdir, (dir.path / "plainfile" / "cache").string());
+  REQUIRE(s->files().size() == 1);
+  const auto f = s->files().front();
+  CHECK(f.state == ks::file_state::loaded);
+  CHECK(f.index.starts_with("not written: "));
+  CHECK(f.index.find(dir.path.string()) == std::string::npos);  // no absolute path shown
+  CHECK(get(*s, "overview", {{"run", f.run}, {"worker", f.worker}, {"span", f.span}}).status == 200);
+
+  // The logdir read-only: indexes go to the cache folder, never beside the traces.
+  fs::permissions(logdir / "cpu_only", fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                  fs::perm_options::remove);
+  auto t = started(logdir, (dir.path / "cache").string());
+  CHECK(t->files().front().index == "written");
+  std::size_t in_logdir = 0;
+  for (const auto& e : fs::recursive_directory_iterator(logdir)) in_logdir += e.path().extension() == ".ksidx";
+  CHECK(in_logdir == 0);
+  fs::permissions(logdir / "cpu_only", fs::perms::owner_all, fs::perm_options::add);
+}
+
+TEST_CASE("store: a budget that holds no full profile answers every request, from four threads at once") {
+  scratch dir("evict");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"two_ranks", "cpu_only", "diff_base"});
+  auto plain = started(logdir, "");
+  const auto reqs = requests(*plain);
+  const auto expected = answers(*plain, reqs);
+  plain.reset();
+
+  for (const std::string& cache : {std::string(), (dir.path / "cache").string()}) {
+    CAPTURE(cache);
+    auto s = started(logdir, cache, /*max_memory=*/1);
+    CHECK(s->resident_bytes() == 0);  // each load's full profile was let go at once
+    std::vector<std::map<std::string, std::string>> got(4);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&, t] {
+        // Each thread its own order, so that loads, evictions and uses interleave.
+        auto mine = reqs;
+        std::rotate(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(mine.size() * t / 4), mine.end());
+        got[static_cast<std::size_t>(t)] = answers(*s, mine);
+      });
+    for (auto& th : threads) th.join();
+    for (const auto& g : got)
+      for (const auto& [k, v] : expected) {
+        INFO(k);
+        CHECK(g.at(k) == v);
+      }
+    CHECK(s->resident_bytes() == 0);
+    CHECK(s->full_loads() >= 4);
+  }
+
+  // A budget of the largest profile: opening it last leaves it, and only it, resident.
+  std::string largest_path;
+  std::uint64_t largest = 0;
+  {
+    auto s = started(logdir, "", 1);
+    for (const auto& f : s->files())
+      if (f.summary->full_bytes > largest) {
+        largest = f.summary->full_bytes;
+        largest_path = f.path;
+      }
+  }
+  auto t = started(logdir, "", largest);
+  std::vector<query_t> order;
+  for (const auto& f : t->files()) {
+    const query_t q = {{"run", f.run}, {"worker", f.worker}, {"span", f.span}};
+    if (f.path == largest_path) order.push_back(q);
+    else order.insert(order.begin(), q);
+  }
+  REQUIRE(order.size() == 4);
+  for (query_t q : order) {
+    q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "100"}});
+    CHECK(get(*t, "timeline", q).status == 200);
+  }
+  for (const auto& f : t->files()) CHECK_MESSAGE(f.resident == (f.path == largest_path), f.path);
+  CHECK(t->resident_bytes() == largest);
+}
+
+TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {
+  const char* bin = std::getenv("KINETOSCOPE_BIN");
+  REQUIRE_MESSAGE(bin != nullptr, "KINETOSCOPE_BIN not set (meson test sets it)");
+  scratch dir("xargs");
+  const fs::path logdir = dir.path / "logs";
+  const fs::path cache = dir.path / "cache";
+  copy_runs(logdir, {"resnet50_v100", "two_ranks", "cpu_only"});
+  const fs::path out = dir.path / "out.txt";
+  const auto run = [&] {
+    const std::string cmd = "find '" + logdir.string() + "' -name '*.pt.trace.json*' | xargs -P 2 -n 1 '" +
+                            std::string(bin) + "' index --cache_dir '" + cache.string() + "' > '" + out.string() +
+                            "' 2>&1";
+    const int st = std::system(cmd.c_str());
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  };
+  REQUIRE(run() == 0);
+  std::string text = read_bytes(out);
+  INFO(text);
+  std::size_t indexed = 0;
+  for (std::size_t at = text.find(": indexed in "); at != std::string::npos; at = text.find(": indexed in ", at + 1))
+    ++indexed;
+  CHECK(indexed == 5);
+
+  auto s = started(logdir, cache.string());
+  CHECK(s->files().size() == 5);
+  for (const auto& f : s->files()) CHECK_MESSAGE(f.index == "read", f.path);
+  CHECK(s->full_loads() == 0);
+
+  REQUIRE(run() == 0);
+  text = read_bytes(out);
+  std::size_t fresh = 0;
+  for (std::size_t at = text.find(": up to date"); at != std::string::npos; at = text.find(": up to date", at + 1))
+    ++fresh;
+  CHECK(fresh == 5);
+
+  // A file that is not a trace fails alone: its command exits 1, which xargs reports as 123.
+  write_bytes(logdir / "cpu_only" / "junk.pt.trace.json", "{not json");
+  CHECK(run() == 123);
+  CHECK(read_bytes(out).find("junk.pt.trace.json") != std::string::npos);
+}
