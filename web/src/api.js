@@ -12,10 +12,46 @@ export function apiUrl(route, params = {}) {
   return `./api/${route}${qs ? `?${qs}` : ''}`;
 }
 
+/// Requests waiting for the server to load a trace's full model (answered 503 while it loads,
+/// see http-api.md): message per pending request, announced with a 'kt-waiting' window event
+/// ({detail: message or null}) so the page can say why a view is slow.
+const waiting = new Map();
+let waitingIds = 0;
+function announceWaiting() {
+  const messages = [...waiting.values()];
+  if (typeof window !== 'undefined' && window.dispatchEvent) {
+    window.dispatchEvent(new CustomEvent('kt-waiting', { detail: messages.length ? messages[messages.length - 1] : null }));
+  }
+}
+const sleep = (ms, signal) => new Promise((resolve, reject) => {
+  const t = setTimeout(resolve, ms);
+  if (signal) signal.addEventListener('abort', () => { clearTimeout(t); reject(new DOMException('Aborted', 'AbortError')); }, { once: true });
+});
+
 /// GETs an API route and returns its parsed JSON. Rejects with Error(message) where message is
 /// the server's {"error": ...} text on 4xx/5xx (or the HTTP status when there is none), and
-/// with a network error message when the server cannot be reached.
+/// with a network error message when the server cannot be reached. A 503 (the trace's model is
+/// being loaded again after the server let it go to stay within --max_memory) is asked again
+/// every second while the page says so.
 export async function apiGet(route, params = {}, { signal } = {}) {
+  const id = ++waitingIds;
+  try {
+    for (;;) {
+      try {
+        return await apiGetOnce(route, params, { signal });
+      } catch (e) {
+        if (!e || e.status !== 503) throw e;
+        waiting.set(id, e.message);
+        announceWaiting();
+        await sleep(1000, signal);
+      }
+    }
+  } finally {
+    if (waiting.delete(id)) announceWaiting();
+  }
+}
+
+async function apiGetOnce(route, params, { signal }) {
   let res;
   try {
     res = await fetch(apiUrl(route, params), { signal, headers: { Accept: 'application/json' } });

@@ -112,6 +112,12 @@ const spanSelect = h('select', { 'aria-label': 'Spans' });
 const spanField = field('Spans', spanSelect);
 const scalarsBox = h('div', { class: 'kt-run-scalars' });
 const progressBox = h('div', { class: 'kt-progress', hidden: true });
+// Says when a view waits for the server to load a trace again (api.js 'kt-waiting').
+const waitingBox = h('div', { class: 'kt-waiting', hidden: true, role: 'status' });
+window.addEventListener('kt-waiting', (ev) => {
+  waitingBox.hidden = !ev.detail;
+  waitingBox.textContent = ev.detail ? `Waiting: the server is ${ev.detail}\u2026` : '';
+});
 const filesLink = h('a', { href: '#', class: 'kt-files-link' }, 'Files');
 
 const diffSel = {
@@ -166,7 +172,7 @@ const drawer = h('aside', { class: 'kt-drawer' },
   h('div', { class: 'kt-drawer-foot' }, progressBox, filesLink));
 const viewTitle = h('h1', { class: 'kt-view-title' });
 const viewArea = h('div', { class: 'kt-view', id: 'kt-view' });
-const mainArea = h('main', { class: 'kt-main' }, h('div', { class: 'kt-main-head' }, drawerOpen, viewTitle), viewArea);
+const mainArea = h('main', { class: 'kt-main' }, h('div', { class: 'kt-main-head' }, drawerOpen, viewTitle), waitingBox, viewArea);
 app.append(h('div', { class: 'kt-shell' }, drawer, mainArea));
 
 drawerClose.addEventListener('click', () => document.body.classList.add('kt-drawer-hidden'));
