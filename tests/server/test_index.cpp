@@ -476,7 +476,35 @@ TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the serv
     ++fresh;
   CHECK(fresh == 5);
 
+  // analyze reads the model from the index: the same numbers as a parse.
+  const auto analyze = [&](const std::string& flags) {
+    const fs::path o = dir.path / "analyze.json";
+    const std::string cmd = "'" + std::string(bin) + "' analyze --json " + flags + " '" +
+                            (logdir / "resnet50_v100").string() + "' > '" + o.string() + "'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    json j = json::parse(read_bytes(o));
+    j["diagnostics"].erase("load_seconds");
+    return j;
+  };
+  const json parsed = analyze("--no_cache");
+  CHECK(parsed["overview"]["steps"].size() > 0);
+  CHECK(analyze("--cache_dir '" + cache.string() + "'") == parsed);
+  // The index really is what was read: with the trace's bytes replaced (same size and mtime,
+  // as the key sees them) the answer stays, while a parse fails.
+  for (const auto& e : fs::directory_iterator(logdir / "resnet50_v100")) {
+    const auto mtime = fs::last_write_time(e.path());
+    const std::string original = read_bytes(e.path());
+    write_bytes(e.path(), std::string(original.size(), ' '));
+    fs::last_write_time(e.path(), mtime);
+  }
+  CHECK(analyze("--cache_dir '" + cache.string() + "'") == parsed);
+  const std::string fail = "'" + std::string(bin) + "' analyze --json --no_cache '" +
+                           (logdir / "resnet50_v100").string() + "' > /dev/null 2>&1";
+  CHECK(std::system(fail.c_str()) != 0);
+  fs::remove_all(logdir / "resnet50_v100");
+
   // A file that is not a trace fails alone: its command exits 1, which xargs reports as 123.
+  copy_runs(logdir, {"resnet50_v100"});
   write_bytes(logdir / "cpu_only" / "junk.pt.trace.json", "{not json");
   CHECK(run() == 123);
   CHECK(read_bytes(out).find("junk.pt.trace.json") != std::string::npos);

@@ -27,6 +27,7 @@
 #include "analysis/report.hpp"
 #include "server/payloads.hpp"
 #include "server/row_fields.hpp"
+#include "server/trace_index.hpp"
 
 namespace kinetoscope::cli {
 namespace {
@@ -50,6 +51,7 @@ struct analyze_args {
   bool csv = false;
   bool improved = false;  // the "better than the plugin" modes (all collectives, id fallback)
   std::uint64_t max_text_bytes = an::default_max_text_bytes;  // --max_file_size
+  std::string cache_dir = server::default_cache_dir();      // --cache_dir; "" = --no_cache
 };
 
 struct usage_error {
@@ -93,6 +95,11 @@ analyze_args parse(const std::vector<std::string>& args) {
       a.diff_path = value();
     } else if (w == "--improved") {
       a.improved = true;
+    } else if (w == "--cache_dir") {
+      a.cache_dir = value();
+      if (a.cache_dir.empty()) throw usage_error{"--cache_dir wants a folder"};
+    } else if (w == "--no_cache") {
+      a.cache_dir.clear();
     } else if (w == "--max_file_size") {
       const std::string v = value();
       const auto size = an::parse_byte_size(v);
@@ -263,8 +270,26 @@ ojson diff_json(const an::diff_node& root) {
   return rows;
 }
 
-an::trace_model load_or_throw(const std::string& path, const an::load_options& load) {
-  an::load_result r = an::load_trace(path, load);
+/// The model of `path`: from its persisted index in `cache_dir` when one is valid (the
+/// server's or `kinetoscope index`'s; the same model a parse gives), else parsed.
+an::load_result load_model(const std::string& path, const an::load_options& load, const std::string& cache_dir) {
+  if (!cache_dir.empty()) {
+    if (const auto key = server::index_key_of(path)) {
+      server::trace_index idx;
+      an::trace_model m;
+      if (idx.open(server::index_file_path(cache_dir, key->path), *key) == server::index_status::ok &&
+          idx.read_model(m)) {
+        an::load_result r;
+        r.model = std::move(m);
+        return r;
+      }
+    }
+  }
+  return an::load_trace(path, load);
+}
+
+an::trace_model load_or_throw(const std::string& path, const an::load_options& load, const std::string& cache_dir) {
+  an::load_result r = load_model(path, load, cache_dir);
   if (!r.ok()) throw std::runtime_error(r.error ? r.error->message() : path + ": cannot load");
   return std::move(*r.model);
 }
@@ -274,7 +299,8 @@ an::trace_model load_or_throw(const std::string& path, const an::load_options& l
 /// `model` and `trees` are those of the chosen file (c.path), not loaded again.
 an::distributed_result distributed_of(const chosen& c, const an::trace_model& model, const an::op_trees& trees,
                                       const an::op_tree_options& tree_options,
-                                      const an::overview_options& overview_options, const an::load_options& load) {
+                                      const an::overview_options& overview_options, const an::load_options& load,
+                                      const std::string& cache_dir) {
   std::vector<an::trace_file> files;
   for (const auto& f : c.run_files)
     if (f.span == c.span) files.push_back(f);
@@ -285,7 +311,7 @@ an::distributed_result distributed_of(const chosen& c, const an::trace_model& mo
   }
   std::vector<an::trace_model> models;
   models.reserve(files.size());
-  for (const auto& f : files) models.push_back(f.path == c.path ? an::trace_model{} : load_or_throw(f.path, load));
+  for (const auto& f : files) models.push_back(f.path == c.path ? an::trace_model{} : load_or_throw(f.path, load, cache_dir));
   // One op tree at a time: the view needs only each worker's steps and used devices.
   std::vector<an::distributed_worker_input> in;
   for (std::size_t i = 0; i < files.size(); ++i) {
@@ -403,6 +429,10 @@ std::string analyze_usage() {
          "  --diff    compare PATH (baseline) with PATH2 (experimental), as the plugin's Diff view\n"
          "  --json    one JSON object with every view (keys as torch-tb-profiler's numbers)\n"
          "  --csv     the chosen view's table as CSV (default view: operators)\n"
+         "  --cache_dir DIR  read the trace's model from the index the server or `kinetoscope\n"
+         "            index` left there when it is valid, instead of parsing (default:\n"
+         "            $XDG_CACHE_HOME/kinetoscope, else ~/.cache/kinetoscope); never written\n"
+         "  --no_cache  always parse\n"
          "  --max_file_size SIZE\n"
          "            refuse traces whose JSON text (after gunzip) is larger (default 16G;\n"
          "            K, M, G, T suffixes are powers of 1024)\n"
@@ -425,7 +455,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     const chosen c = choose(a);
     const auto t0 = std::chrono::steady_clock::now();
     const an::load_options load{.max_text_bytes = a.max_text_bytes};
-    an::load_result loaded = an::load_trace(c.path, load);
+    an::load_result loaded = load_model(c.path, load, a.cache_dir);
     if (!loaded.ok()) {
       err << "kinetoscope analyze: " << (loaded.error ? loaded.error->message() : c.path + ": cannot load") << '\n';
       return 1;
@@ -486,9 +516,9 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
       for (const auto& m : report.modules.rows) doc["modules"].push_back(module_json(m));
     }
     if (!c.run_files.empty() && (want_all || a.view == "distributed"))
-      doc["distributed"] = distributed_json(distributed_of(c, model, trees, tree_options, overview_options, load));
+      doc["distributed"] = distributed_json(distributed_of(c, model, trees, tree_options, overview_options, load, a.cache_dir));
     if (!a.diff_path.empty() && (want_all || a.view == "diff")) {
-      const an::trace_model other = load_or_throw(a.diff_path, load);
+      const an::trace_model other = load_or_throw(a.diff_path, load, a.cache_dir);
       const an::op_trees other_trees = an::build_op_tree(other, tree_options);
       doc["diff"] = {{"baseline", c.path}, {"experimental", a.diff_path},
                      {"rows", diff_json(an::compute_diff(trees, other_trees))}};
