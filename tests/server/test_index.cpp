@@ -73,6 +73,7 @@ std::unique_ptr<ks::store> started(const fs::path& logdir, const std::string& ca
   o.reload_interval_s = 0;
   o.cache_dir = cache;
   o.max_memory = max_memory;
+  o.loader_threads = 2;  // as the server on a multi-core machine: loads interleave
   auto s = std::make_unique<ks::store>(o);
   s->start();
   REQUIRE(s->wait_idle(load_timeout));

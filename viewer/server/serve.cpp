@@ -360,6 +360,7 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   so.max_text_bytes = o.max_file_size;
   so.cache_dir = o.no_cache ? std::string() : o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
   so.max_memory = o.max_memory != 0 ? o.max_memory : physical_memory() / 2;
+  so.loader_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   // The op trees rebuilt on demand count against the same budget.
   so.tree_cache_bytes = std::min<std::uint64_t>(so.tree_cache_bytes, so.max_memory / 4);
   store logs(so);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file store.cpp
-/// The logdir store: a scanner thread (discovery every reload interval), a loader thread (one
-/// file at a time: load, op tree, report, timeline), and the caches the API shares.
+/// The logdir store: a scanner thread (discovery every reload interval), loader threads (one
+/// file each at a time: load, op tree, report, timeline, summary, index), the on-demand thread
+/// (full profiles requests need again), and the caches the API shares.
 ///
 /// Locking: `mutex_` guards the file table, the queue and the flags; it is held only to copy
 /// or swap small things, never while discovering, loading or computing. The caches have their
@@ -46,6 +47,9 @@ using clock_type = std::chrono::steady_clock;
 
 /// Budget of the serialized-body cache.
 constexpr std::size_t body_cache_budget = std::size_t{64} << 20;
+/// Files larger than this load alone (no other load beside them): their JSON text, model and
+/// op tree at once are the store's peak, and two would double it.
+constexpr std::uint64_t parallel_load_max_bytes = std::uint64_t{512} << 20;
 /// Diff trees kept.
 constexpr std::size_t diff_cache_entries = 8;
 /// A load that failed for a transient reason is tried again after this pause, this many times;
@@ -151,9 +155,13 @@ struct store::impl {
   std::vector<std::string> order_;           ///< discovery order of files_ keys
   std::deque<std::pair<std::string, std::uint64_t>> queue_;  ///< (path, token)
   std::size_t loading_ = 0;
-  std::string current_;  ///< the absolute path being loaded (empty when none)
-  /// The current load's progress (analysis::load_options::progress_bytes), read without mutex_.
-  std::atomic<std::uint64_t> current_bytes_{0};
+  /// The loads in flight (stable addresses: their progress counters are written without mutex_).
+  struct flight {
+    std::string path;  ///< absolute, as files_ keys it
+    bool big = false;  ///< loads alone (see parallel_load_max_bytes)
+    std::atomic<std::uint64_t> bytes{0};  ///< analysis::load_options::progress_bytes
+  };
+  std::list<flight> flights_;
   bool first_scan_done_ = false;
   bool stop_ = false;
   bool started_ = false;
@@ -177,7 +185,8 @@ struct store::impl {
   std::map<std::string, run_scalars> scalar_runs_;  ///< scan thread only
   mutable std::mutex scalars_mutex_;
   std::map<std::string, std::shared_ptr<const std::string>> scalar_bodies_;
-  std::thread scanner_, loader_;
+  std::thread scanner_;
+  std::vector<std::thread> loaders_;
 
   // Caches (own locks).
   struct distributed_slot {
@@ -417,6 +426,7 @@ struct store::impl {
       std::uint64_t token = 0;
       std::string rel;
       std::uint64_t bytes = 0;
+      flight* mine = nullptr;
       {
         std::unique_lock lock(mutex_);
         for (;;) {
@@ -441,18 +451,28 @@ struct store::impl {
           }
         }
         std::tie(path, token) = queue_.front();
-        queue_.pop_front();
         auto it = files_.find(path);
         if (it == files_.end() || it->second.token != token) {
+          queue_.pop_front();
           changed_.notify_all();  // a stale entry may have been the last one
           continue;
         }
+        // Loads run in parallel (store_options::loader_threads), except a big file: it waits
+        // until it can load alone, and nothing starts beside it (two would double the peak).
+        const bool big = it->second.file.size > parallel_load_max_bytes;
+        const bool big_in_flight = std::any_of(flights_.begin(), flights_.end(), [](const flight& f) { return f.big; });
+        if (big_in_flight || (big && loading_ > 0)) {
+          changed_.wait(lock);
+          continue;
+        }
+        queue_.pop_front();
         it->second.state = file_state::loading;
         rel = it->second.rel;
         bytes = it->second.file.size;
         ++loading_;
-        current_ = path;
-        current_bytes_.store(0, std::memory_order_relaxed);
+        mine = &flights_.emplace_back();
+        mine->path = path;
+        mine->big = big;
       }
       std::shared_ptr<const file_summary> summary;
       std::shared_ptr<const profile> full;
@@ -465,7 +485,7 @@ struct store::impl {
         key = index_key_of(path);
         if (key && !options.cache_dir.empty()) summary = read_index_summary(*key, index_note);
         if (!summary) {
-          auto p = load_profile(path, rel, bytes, options.max_text_bytes, &current_bytes_, error, error_number);
+          auto p = load_profile(path, rel, bytes, options.max_text_bytes, &mine->bytes, error, error_number);
           if (p) {
             p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
             auto sum = std::make_shared<file_summary>(make_summary(*p, options.max_summary_body_bytes));
@@ -506,7 +526,7 @@ struct store::impl {
       }
       std::lock_guard lock(mutex_);
       --loading_;
-      current_.clear();
+      flights_.remove_if([&](const flight& f) { return &f == mine; });
       auto it = files_.find(path);
       if (it != files_.end() && it->second.token == token) {
         file_entry& e = it->second;
@@ -764,7 +784,7 @@ store::~store() {
   }
   impl_->demand_cv_.notify_all();
   if (impl_->scanner_.joinable()) impl_->scanner_.join();
-  if (impl_->loader_.joinable()) impl_->loader_.join();
+  for (std::thread& t : impl_->loaders_) t.join();
   if (impl_->demand_thread_.joinable()) impl_->demand_thread_.join();
 }
 
@@ -774,7 +794,8 @@ void store::start() {
     if (impl_->started_) return;
     impl_->started_ = true;
   }
-  impl_->loader_ = std::thread([this] { impl_->loader_loop(); });
+  const unsigned n = std::max(1u, impl_->options.loader_threads);
+  for (unsigned i = 0; i < n; ++i) impl_->loaders_.emplace_back([this] { impl_->loader_loop(); });
   impl_->demand_thread_ = std::thread([this] { impl_->demand_loop(); });
   impl_->scanner_ = std::thread([this] { impl_->scanner_loop(); });
 }
@@ -812,11 +833,14 @@ load_progress store::progress() const {
     } else if (e.state == file_state::failed) {
       ++p.files_failed;
       p.bytes_loaded += e.file.size;
-    } else if (e.state == file_state::loading && path == impl_->current_) {
-      // Short of the whole file until it is done (the views are computed after the parse).
-      const std::uint64_t done = impl_->current_bytes_.load(std::memory_order_relaxed);
-      p.bytes_loaded += std::min(done, e.file.size > 0 ? e.file.size - 1 : 0);
-      p.current_file = e.rel;
+    } else if (e.state == file_state::loading) {
+      for (const auto& f : impl_->flights_) {
+        if (f.path != path) continue;
+        // Short of the whole file until it is done (the views are computed after the parse).
+        const std::uint64_t done = f.bytes.load(std::memory_order_relaxed);
+        p.bytes_loaded += std::min(done, e.file.size > 0 ? e.file.size - 1 : 0);
+        if (p.current_file.empty()) p.current_file = e.rel;
+      }
     }
   }
   p.loading = !impl_->idle_locked();

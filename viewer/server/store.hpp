@@ -71,6 +71,9 @@ struct store_options {
   /// evicted first; 0: no limit. Summaries always stay. A profile in use by a request stays
   /// alive until the request lets go, whatever the budget.
   std::uint64_t max_memory = 0;
+  /// Files loaded at once at start and rescans (each its own thread); a file over 512 MB still
+  /// loads alone. `kinetoscope --logdir` uses the number of cores, at most 4.
+  unsigned loader_threads = 1;
   /// A summary keeps a default request's body up to this size (larger ones are served from the
   /// full profile).
   std::size_t max_summary_body_bytes = std::size_t{1} << 20;
