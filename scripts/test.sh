@@ -29,7 +29,9 @@ for what in browser install; do
 done
 # Sanitizers: detect_leaks stays on; UBSan findings abort the test.
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false || status=1
+# (No benchmarks there: they are never run under sanitizers, and compiling them costs minutes.)
+run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+  -Dbenchmarks=disabled || status=1
 
 # Fuzz smoke: each libFuzzer target (tests/fuzz/) for a fixed number of inputs from its seed
 # corpus (needs clang++; scripts/fuzz.sh TARGET MINUTES runs longer campaigns).
