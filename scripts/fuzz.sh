@@ -7,11 +7,11 @@
 #                                     findings go to build-fuzz/findings/TARGET/
 #   scripts/fuzz.sh --smoke [RUNS]    every target for RUNS inputs (default 2000) from its seed
 #                                     corpus; used by scripts/test.sh
-# TARGET: loader, url, api, tfevents, profile_config. Add each finding to tests/fuzz/corpus/TARGET/
+# TARGET: loader, url, api, tfevents, profile_config, index. Add each finding to tests/fuzz/corpus/TARGET/
 # once fixed, so the smoke run keeps checking it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-targets=(loader url api tfevents profile_config)
+targets=(loader url api tfevents profile_config index)
 
 build() {
   if ! command -v clang++ >/dev/null; then

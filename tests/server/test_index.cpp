@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "analysis/loader.hpp"
 #include "server/api.hpp"
@@ -349,6 +350,37 @@ TEST_CASE("index: the model read back is the model parsed; records out of range 
   ks::write_index(file, *key, "{}", evil);
   REQUIRE(t.open(file, *key) == ks::index_status::ok);
   CHECK_FALSE(t.read_model(back));
+
+  // A string offset past the blob in the middle of the table (found by fuzz_index: it was read
+  // as a string of 2^58 bytes), with the section's checksum made right: refused.
+  {
+    ks::write_index(file, *key, "{}", m);
+    std::string b = read_bytes(file);
+    std::uint32_t path_bytes = 0, sections = 0;
+    std::memcpy(&sections, b.data() + 40, 4);
+    std::memcpy(&path_bytes, b.data() + 44, 4);
+    bool patched = false;
+    for (std::uint32_t i = 0; i < sections; ++i) {
+      const std::size_t at = 48 + path_bytes + 24 * std::size_t{i};
+      std::uint32_t kind = 0;
+      std::uint64_t off = 0, len = 0;
+      std::memcpy(&kind, b.data() + at, 4);
+      std::memcpy(&off, b.data() + at + 8, 8);
+      std::memcpy(&len, b.data() + at + 16, 8);
+      if (kind != 2 || len < 24) continue;  // the string offsets
+      const std::uint64_t huge = std::uint64_t{1} << 58;
+      std::memcpy(b.data() + off + 8, &huge, 8);  // offsets[1]
+      const auto crc = static_cast<std::uint32_t>(
+          crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data() + off), static_cast<z_size_t>(len)));
+      std::memcpy(b.data() + at + 4, &crc, 4);
+      patched = true;
+    }
+    REQUIRE(patched);
+    write_bytes(file, b);
+    REQUIRE(t.open(file, *key) == ks::index_status::ok);
+    CHECK_FALSE(t.read_model(back));
+    CHECK(t.error() == "the string table is inconsistent");
+  }
 
   // The key: another size or mtime is stale; a missing file is missing.
   ks::index_key other = *key;

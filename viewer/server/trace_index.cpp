@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -160,6 +161,9 @@ std::string check_model(const an::trace_model& m) {
       return "event " + std::to_string(i) + ": a flag byte out of range";
     if (!string_ok(e.name) || !encoded_ok(e.pid, e.pid_is_string) || !encoded_ok(e.tid, e.tid_is_string))
       return "event " + std::to_string(i) + ": a string id out of range";
+    // The loader's invariants the views rely on: finite times, sorted by start.
+    if (!std::isfinite(e.ts) || !std::isfinite(e.dur) || (i > 0 && e.ts < m.events[i - 1].ts))
+      return "event " + std::to_string(i) + ": a time out of order or not finite";
     std::size_t table = 0;
     bool optional = false;
     switch (e.type) {
@@ -459,7 +463,7 @@ bool trace_index::read_model(an::trace_model& m) {
   m.strings.clear();
   m.strings.reserve(offsets.size() - 1);
   for (std::size_t i = 0; i + 1 < offsets.size(); ++i) {
-    if (offsets[i + 1] < offsets[i]) return fail("the string table is inconsistent");
+    if (offsets[i + 1] < offsets[i] || offsets[i + 1] > blob.size()) return fail("the string table is inconsistent");
     m.strings.emplace_back(blob.data() + offsets[i], offsets[i + 1] - offsets[i]);
   }
   blob = {};
