@@ -59,7 +59,7 @@ int main(int argc, char** argv) {
     o.slow_loader.rank = r >= 3 ? (2 * r) / 3 : -1;
     o.slow_loader.extra_us = 15'000;
     o.slow_comm.rank = r >= 4 ? r - 1 : -1;
-    o.slow_comm.extra_us = 3'000;
+    o.slow_comm.extra_us = 5'000;
     for (int s = 2; s < 100000; s += 7) o.slow_compute.steps.insert(s);
     for (int s = 4; s < 100000; s += 9) o.slow_loader.steps.insert(s);
     for (int s = 5; s < 100000; s += 11) o.slow_comm.steps.insert(s);
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     print("compute", o.slow_compute, buf);
     std::snprintf(buf, sizeof buf, "(+%.0f us per data-loader call)", o.slow_loader.extra_us);
     print("data loading", o.slow_loader, buf);
-    std::snprintf(buf, sizeof buf, "(collective kernels start %.0f us late)", o.slow_comm.extra_us);
+    std::snprintf(buf, sizeof buf, "(default-group collective kernels start %.0f us late)", o.slow_comm.extra_us);
     print("communication", o.slow_comm, buf);
     std::printf("steps are counted from 0 (ProfilerStep#%d)\n", o.first_step);
   } catch (const std::exception& e) {
