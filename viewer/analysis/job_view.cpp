@@ -423,6 +423,7 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         j.seq = seq;
         j.group_size = c.group_size;
         j.step = c.step >= 0 ? col_of[r][static_cast<std::size_t>(c.step)] : -1;
+        if (c.group_size > 0) j.arrivals.reserve(std::min(n, static_cast<std::size_t>(c.group_size)));
         out.collectives.push_back(std::move(j));
       }
       job_collective& j = out.collectives[it->second];
