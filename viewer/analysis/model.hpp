@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace kinetoscope::analysis {
@@ -95,6 +96,9 @@ struct collective_args {
   std::int64_t out_nelems = -1;     ///< "Out msg nelems"; -1 = absent
   std::int64_t seq = -1;            ///< "Seq": the collective's sequence number in its group (newer builds); -1 = absent
 };
+// The model's tables are copied and serialized column by column: keep their rows plain data.
+static_assert(std::is_trivially_copyable_v<collective_args> && std::is_trivially_copyable_v<op_args> &&
+              std::is_trivially_copyable_v<kernel_args>);
 
 /// Args of [memory] instants.
 struct memory_args {
