@@ -66,12 +66,16 @@ function heatmap(parent, ctx, data) {
   wrap.append(canvas, tip);
   const legend = h('div', 'ranks-legend');
   c.body.append(info, wrap, legend);
-  const labelW = 90;
   const headH = 18;
+  const rowLabel = (r) => `${r.rank >= 0 ? r.rank : ''} ${r.worker}`.trim();
+  let labelW = 90;  // set from the widest row label when drawing
   let layout = null;
 
   const draw = () => {
     const values = (data.heatmaps || {})[select.value] || [];
+    const g = canvas.getContext('2d');
+    g.font = '11px sans-serif';
+    labelW = 8 + Math.min(200, ranks.reduce((w, r) => Math.max(w, g.measureText(rowLabel(r)).width), 0));
     const width = Math.max(300, wrap.clientWidth || 800);
     const cellW = Math.max(1, (width - labelW) / Math.max(1, steps.length));
     const cellH = Math.max(2, Math.min(18, Math.floor(600 / Math.max(1, ranks.length))));
@@ -81,7 +85,6 @@ function heatmap(parent, ctx, data) {
     canvas.height = Math.round(height * dpr);
     canvas.style.width = `${width}px`;
     canvas.style.height = `${height}px`;
-    const g = canvas.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, width, height);
     let lo = Infinity;
@@ -97,7 +100,7 @@ function heatmap(parent, ctx, data) {
     // Row labels where they fit; column labels every so many steps.
     const rowEvery = Math.ceil(12 / cellH);
     ranks.forEach((r, i) => {
-      if (i % rowEvery === 0) g.fillText(`${r.rank >= 0 ? r.rank : ''} ${r.worker}`.trim().slice(0, 14), 2, headH + i * cellH + cellH / 2);
+      if (i % rowEvery === 0) g.fillText(rowLabel(r), 2, headH + i * cellH + cellH / 2, labelW - 6);
     });
     const colEvery = Math.ceil(40 / cellW);
     steps.forEach((s, k) => { if (k % colEvery === 0) g.fillText(s, labelW + k * cellW, headH / 2); });
@@ -107,16 +110,24 @@ function heatmap(parent, ctx, data) {
         g.fillRect(labelW + k * cellW, headH + i * cellH, Math.ceil(cellW), cellH);
       });
     });
-    // Stragglers outlined.
+    // Stragglers outlined; rows too thin for an outline get red ticks in the margins instead, so
+    // the cell keeps its colour.
     g.strokeStyle = '#d00';
+    g.fillStyle = '#d00';
     g.lineWidth = 1.5;
     for (const s of data.stragglers || []) {
-      g.strokeRect(labelW + s.step_index * cellW + 0.75, headH + s.rank_index * cellH + 0.75,
-        Math.max(1, cellW - 1.5), Math.max(1, cellH - 1.5));
+      const x = labelW + s.step_index * cellW;
+      const y = headH + s.rank_index * cellH;
+      if (cellH >= 6 && cellW >= 6) {
+        g.strokeRect(x + 0.75, y + 0.75, cellW - 1.5, cellH - 1.5);
+      } else {
+        g.fillRect(labelW - 5, y, 4, Math.max(2, cellH));
+        g.fillRect(x, headH - 4, Math.max(2, cellW), 3);
+      }
     }
     layout = { cellW, cellH, values };
     canvas.dataset.cells = String(ranks.length * steps.length);
-    legend.textContent = `${METRIC_TITLES[select.value] || select.value}: ${formatDuration(lo)} (light) … ${formatDuration(hi)} (dark); stragglers outlined in red.`;
+    legend.textContent = `${METRIC_TITLES[select.value] || select.value}: ${formatDuration(lo)} (light) … ${formatDuration(hi)} (dark); stragglers outlined (or ticked in the margins) in red.`;
   };
 
   const cellAt = (ev) => {
