@@ -277,6 +277,44 @@ TEST_CASE("job view: 256 ranks analyse quickly") {
   CHECK(seconds < 3);  // ~0.03 s optimised; generous for sanitizers
 }
 
+TEST_CASE("job view: a (group, Seq) seen twice on one rank is one arrival (coalesced collectives)") {
+  const auto summary = [](double start, bool twice) {
+    rank_summary s;
+    s.steps.push_back({"1", 0, 1000, 500, 100, 0, 10});
+    rank_collective c;
+    c.group = "0";
+    c.name = "allreduce";
+    c.seq = 7;
+    c.group_size = 3;
+    c.launch = 100;
+    c.start = start;
+    c.end = 400;
+    c.on_device = true;
+    c.step = 0;
+    s.collectives.push_back(c);
+    if (twice) {
+      c.launch = 150;
+      c.start = start + 50;
+      c.end = 420;
+      s.collectives.push_back(c);
+    }
+    return s;
+  };
+  const rank_summary a = summary(200, true), b = summary(250, false), c = summary(300, false);
+  const job_result r = analyze_job({{"a", 0, &a}, {"b", 1, &b}, {"c", 2, &c}});
+  REQUIRE(r.collectives.size() == 1);
+  const job_collective& j = r.collectives[0];
+  REQUIRE(j.arrivals.size() == 3);
+  CHECK(j.arrivals[0].arrival == 200);
+  CHECK(j.arrivals[0].end == 420);
+  CHECK(j.arrivals[0].wait == 100);
+  CHECK(j.skew == 100);
+  CHECK(j.last_rank_index == 2);
+  CHECK(r.unmatched == 0);
+  CHECK(r.value(job_metric::wait, 0, 0) == 100);  // counted once
+  CHECK(r.value(job_metric::wait, 1, 0) == 50);
+}
+
 TEST_CASE("job view: the collectives of a real trace (nccl_ddp, no Seq)") {
   const char* dir = std::getenv("KINETOSCOPE_REAL_TRACES");
   REQUIRE(dir != nullptr);

@@ -428,8 +428,18 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
       }
       job_collective& j = out.collectives[it->second];
       j.bytes = std::max(j.bytes, c.bytes);
+      const double arrival = c.on_device ? c.start : c.launch;
+      if (!j.arrivals.empty() && j.arrivals.back().rank_index == r) {
+        // The same (group, Seq) twice on one rank (coalesced collectives share a Seq): one
+        // arrival, from the first start to the last end.
+        job_arrival& a = j.arrivals.back();
+        a.arrival = std::min(a.arrival, arrival);
+        a.end = std::max(a.end, c.end);
+        mine[r].emplace_back(it->second, static_cast<std::uint32_t>(j.arrivals.size() - 1));
+        continue;
+      }
       mine[r].emplace_back(it->second, static_cast<std::uint32_t>(j.arrivals.size()));
-      j.arrivals.push_back({static_cast<std::uint32_t>(r), c.on_device ? c.start : c.launch, c.end, 0});
+      j.arrivals.push_back({static_cast<std::uint32_t>(r), arrival, c.end, 0});
     }
   }
   std::vector<double> earliest(out.collectives.size());
@@ -474,6 +484,7 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         double waited = 0;
         scratch.clear();
         for (std::size_t k = i; k < e; ++k) {
+          if (k > i && list[k] == list[k - 1]) continue;  // a merged duplicate (see above)
           const auto [ci, ai] = list[k];
           const job_arrival& a = out.collectives[ci].arrivals[ai];
           scratch.push_back(std::max(0.0, a.arrival - earliest[ci] - waited));
