@@ -36,6 +36,7 @@
 #include "../module_fixture.hpp"
 #include "../run_command.hpp"
 #include "../small_events_trace.hpp"
+#include "dist_job_writer.hpp"
 #include "server/api.hpp"
 #include "server/row_fields.hpp"
 #include "server/store.hpp"
@@ -1677,4 +1678,79 @@ TEST_CASE("api: /recommendations name the view state that shows each finding (re
   }
   CHECK(idle);
   CHECK(kinds.count("trace") == 1);
+}
+
+TEST_CASE("api: /distributed/ranks on a generated 8-rank job equals analyze_job over the profiles' summaries") {
+  temp_dir dir("job");
+  namespace kb = kinetoscope::bench;
+  kb::dist_job_options o;
+  o.ranks = 8;
+  o.steps = 6;
+  o.layers = 6;
+  o.slow_compute = {3, {2}, 0.6};
+  const kb::dist_job_report rep = kb::write_dist_job(dir.path / "job", o);
+  const auto s = loaded_store(dir.path);
+  // The store's job view is computed once per set of profiles.
+  const auto job = s->job("job", "1");
+  REQUIRE(job);
+  CHECK(s->job("job", "1") == job);
+  CHECK(s->job("job", "9") == nullptr);
+  // The rank summaries computed here from each full profile equal those the store keeps.
+  std::vector<an::rank_summary> ranks;
+  for (std::size_t i = 0; i < rep.workers.size(); ++i) {
+    const auto p = s->find("job", rep.workers[i], "1");
+    REQUIRE(p);
+    ranks.push_back(an::summarize_rank(p->model, p->report.overview));
+    CHECK(ranks.back().steps.size() == 6);
+    const auto sum = s->find_summary("job", rep.workers[i], "1");
+    REQUIRE(sum);
+    CHECK(sum->rank == ranks.back());
+    CHECK(sum->rank_id == static_cast<std::int64_t>(i));
+  }
+  std::vector<an::job_input> in;
+  for (std::size_t i = 0; i < rep.workers.size(); ++i)
+    in.push_back({rep.workers[i], static_cast<std::int64_t>(i), &ranks[i]});
+  const an::job_result direct_job = an::analyze_job(in);
+  REQUIRE(job->stragglers.size() == 1);
+  CHECK(direct_job.stragglers.size() == 1);
+
+  const query_t q = {{"run", "job"}, {"span", "1"}, {"top", "5"}};
+  const json body = get_json(*s, "distributed/ranks", q);
+  CHECK(body["span"] == "1");
+  REQUIRE(body["ranks"].size() == 8);
+  CHECK(body["ranks"][3] == json({{"worker", "node0_3"}, {"rank", 3}}));
+  CHECK(body["steps"].size() == 6);
+  CHECK(body["metrics"] == json({"step_time", "compute", "communication", "overlap", "wait", "data_loading"}));
+  for (std::size_t m = 0; m < an::job_metric_count; ++m) {
+    const json& rows = body["heatmaps"][std::string(an::job_metric_name(static_cast<an::job_metric>(m)))];
+    REQUIRE(rows.size() == 8);
+    for (std::size_t r = 0; r < 8; ++r)
+      for (std::size_t c = 0; c < 6; ++c) CHECK(rows[r][c].get<double>() == std::round(job->heatmaps[m][r * 6 + c]));
+  }
+  CHECK(body["step_start"][2][4].get<double>() == job->step_start[2 * 6 + 4]);
+  CHECK(body["step_end"][2][4].get<double>() == job->step_end[2 * 6 + 4]);
+  const json& st = body["stragglers"];
+  REQUIRE(st.size() == 1);
+  CHECK(st[0]["worker"] == "node0_3");
+  CHECK(st[0]["rank"] == 3);
+  CHECK(st[0]["step_index"] == 2);
+  CHECK(st[0]["step"] == body["steps"][2]);
+  CHECK(st[0]["cause"] == "compute");
+  CHECK(st[0]["start"].get<double>() == job->step_start[3 * 6 + 2]);
+  const json& colls = body["collectives"];
+  CHECK(colls["total"] == job->collectives.size());
+  CHECK(colls["matched_by"] == "seq");
+  CHECK(colls["unmatched"] == 0);
+  REQUIRE(colls["top"].size() == 5);
+  double max_skew = 0;
+  for (const an::job_collective& c : job->collectives) max_skew = std::max(max_skew, c.skew);
+  CHECK(colls["top"][0]["skew_us"].get<double>() == max_skew);
+  CHECK(colls["max_skew_us"].get<double>() == max_skew);
+  for (std::size_t i = 1; i < 5; ++i) CHECK(colls["top"][i]["skew_us"].get<double>() <= colls["top"][i - 1]["skew_us"].get<double>());
+  CHECK(colls["top"][0]["arrivals"].size() == colls["top"][0]["ranks"].get<std::size_t>());
+  // Validation.
+  CHECK(get(*s, "distributed/ranks", {{"run", "job"}}).status == 400);
+  CHECK(get(*s, "distributed/ranks", {{"run", "job"}, {"span", "9"}}).status == 404);
+  CHECK(get(*s, "distributed/ranks", {{"run", "job"}, {"span", "1"}, {"top", "x"}}).status == 400);
+  CHECK(get_json(*s, "distributed/ranks", {{"run", "job"}, {"span", "1"}, {"top", "0"}})["collectives"]["top"].empty());
 }

@@ -159,11 +159,24 @@ void check_same_model(const trace_model& a, const trace_model& b) {
     const op_args& y = b.ops[i];
     const bool same = a.str(x.input_dims) == b.str(y.input_dims) && a.str(x.input_types) == b.str(y.input_types) &&
                       a.str(x.call_stack) == b.str(y.call_stack) && x.sequence_nr == y.sequence_nr &&
-                      x.fwd_thread_id == y.fwd_thread_id;
+                      x.fwd_thread_id == y.fwd_thread_id && x.collective == y.collective;
     op_mismatches += same ? 0 : 1;
   }
   CHECK(op_mismatches == 0);
-  CHECK(a.kernels.size() == b.kernels.size());
+  REQUIRE(a.collectives.size() == b.collectives.size());
+  std::size_t coll_mismatches = 0;
+  for (std::size_t i = 0; i < a.collectives.size(); ++i) {
+    const collective_args& x = a.collectives[i];
+    const collective_args& y = b.collectives[i];
+    const bool same = a.str(x.name) == b.str(y.name) && a.str(x.dtype) == b.str(y.dtype) &&
+                      a.str(x.group_name) == b.str(y.group_name) && a.str(x.group_desc) == b.str(y.group_desc) &&
+                      a.str(x.group_ranks) == b.str(y.group_ranks) && x.group_size == y.group_size &&
+                      x.in_nelems == y.in_nelems && x.out_nelems == y.out_nelems && x.seq == y.seq;
+    coll_mismatches += same ? 0 : 1;
+  }
+  CHECK(coll_mismatches == 0);
+  REQUIRE(a.kernels.size() == b.kernels.size());
+  for (std::size_t i = 0; i < a.kernels.size(); ++i) CHECK(a.kernels[i].collective == b.kernels[i].collective);
   CHECK(a.memory.size() == b.memory.size());
   CHECK(a.python.size() == b.python.size());
   CHECK(a.fwdbwd.size() == b.fwdbwd.size());
@@ -229,7 +242,8 @@ TEST_CASE("loader: every real trace loads with independently computed counts") {
       REQUIRE(e.extra < m.ops.size());
       used[e.extra] = 1;
       const op_args& a = m.ops[e.extra];
-      if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 && a.fwd_thread_id == -1)
+      if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 && a.fwd_thread_id == -1 &&
+          a.collective == no_index)
         ++defaults;
     }
     CHECK(with_args == m.ops.size());
@@ -957,6 +971,59 @@ TEST_CASE("loader: streamed input with tiny chunks (boundaries inside strings, e
       check_same_meta(ref, m);
       CHECK(m.legacy_array);
     }
+  }
+}
+
+TEST_CASE("loader: collective args, the same through every path") {
+  // A record_param_comms op and its NCCL kernel as PyTorch 2.x writes them (with Seq), a kernel
+  // with a mistyped field, and an op whose only args are collective ones.
+  const std::string args =
+      R"j("Collective name": "allreduce", "dtype": "BFloat16", "In msg nelems": 9007199254740993, )j"
+      R"j("Out msg nelems": 4096, "Group size": 8, "In split size": "[]", "Out split size": "[]", )j"
+      R"j("Process Group Name": "3", "Process Group Description": "tp_group", "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]", "Seq": 41)j";
+  const std::string text =
+      R"j({"traceEvents": [)j"
+      R"j({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 1, "tid": 1, "ts": 10, "dur": 5, "args": {"External id": 7, )j" +
+      args + R"j(}},)j"
+      R"j({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "pid": 0, "tid": 13, "ts": 20, "dur": 50, "args": {"External id": 7, "stream": 13, "correlation": 3, )j" +
+      args + R"j(}},)j"
+      R"j({"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 13, "ts": 80, "dur": 1, "args": {"Group size": "8", "Seq": [1]}},)j"
+      R"j({"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 90, "dur": 1, "args": {"Seq": 1}},)j"
+      R"j({"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": 1, "tid": 1, "ts": 95, "dur": 1, "args": {"External id": 9}}]})j";
+  const trace_model ref = load_ok(text, {.window_bytes = 0});
+  REQUIRE(ref.events.size() == 5);
+  REQUIRE(ref.collectives.size() == 4);
+  const event& op = ref.events[0];
+  REQUIRE(op.extra < ref.ops.size());
+  const collective_args& a = ref.collectives[ref.ops[op.extra].collective];
+  CHECK(ref.str(a.name) == "allreduce");
+  CHECK(ref.str(a.dtype) == "BFloat16");
+  CHECK(a.in_nelems == 9007199254740993);  // integers stay exact (2^53 + 1)
+  CHECK(a.out_nelems == 4096);
+  CHECK(a.group_size == 8);
+  CHECK(ref.str(a.group_name) == "3");
+  CHECK(ref.str(a.group_desc) == "tp_group");
+  CHECK(ref.str(a.group_ranks) == "[0, 1, 2, 3, 4, 5, 6, 7]");
+  CHECK(a.seq == 41);
+  const collective_args& k = ref.collectives[ref.kernels[ref.events[1].extra].collective];
+  CHECK(ref.str(k.name) == "allreduce");
+  CHECK(k.seq == 41);
+  CHECK(k.in_nelems == a.in_nelems);
+  // "Group size" written as a string still reads (with a warning); a mistyped Seq is reported.
+  const collective_args& k2 = ref.collectives[ref.kernels[ref.events[2].extra].collective];
+  CHECK(k2.group_size == 8);
+  CHECK(k2.seq == -1);
+  CHECK(warnings(ref, "number written as a string") == 1);
+  CHECK(warnings(ref, "wrong type") == 1);
+  // An op whose only arg is a collective one keeps an op_args entry; other ops stay without one.
+  CHECK(ref.events[3].extra != no_index);
+  CHECK(ref.collectives[ref.ops[ref.events[3].extra].collective].seq == 1);
+  CHECK(ref.events[4].extra == no_index);
+  CHECK(ref.heap_bytes() >= ref.collectives.capacity() * sizeof(collective_args));
+  for (std::size_t window : {1, 13, 64, 4096}) {
+    CAPTURE(window);
+    check_same_model(ref, load_ok(text, {.window_bytes = window}));
+    check_same_model(ref, load_ok(gzip_bytes(text), {.window_bytes = window}));
   }
 }
 

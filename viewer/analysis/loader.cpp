@@ -159,7 +159,23 @@ error_code reader::read_args(od::value& v) {
     od::value& fv = f.value();
     error_code e = SUCCESS;
     group_ = group_of(key);
+    // Collective metadata (collective_args): a string or an integer per key.
+    const auto coll_str = [&](std::uint32_t& out, const char* what) {
+      std::string_view s;
+      if (get_str(fv, s, tmp_buf_)) {
+        out = m_.intern(s);
+        p.has_coll = true;
+      } else {
+        warn("wrong type", what);
+      }
+    };
+    const auto coll_int = [&](std::int64_t& out, const char* what) {
+      if (get_i64(fv, out, what)) p.has_coll = true;
+    };
     switch (key.size()) {
+      case 3:
+        if (key == "Seq") coll_int(p.coll.seq, "Seq");
+        break;
       case 4:
         if (key == "grid") e = get_triple(fv, p.kernel.grid, p.kernel.has_grid, "grid");
         else if (key == "name" && is_meta()) {  // process_name / thread_name
@@ -180,6 +196,7 @@ error_code reader::read_args(od::value& v) {
       case 5:
         if (key == "block") e = get_triple(fv, p.kernel.block, p.kernel.has_block, "block");
         else if (key == "Bytes") get_i64(fv, p.mem.bytes, "Bytes");
+        else if (key == "dtype") coll_str(p.coll.dtype, "dtype");
         break;
       case 6:
         if (key == "device") get_i64(fv, p.kernel.device, "device");
@@ -201,6 +218,7 @@ error_code reader::read_args(od::value& v) {
         else if (key == "Input dims") e = get_json_array(fv, p.input_dims_lower, "Input dims");
         else if (key == "Input type") e = get_json_array(fv, p.input_types, "Input type");
         else if (key == "sort_index" && is_meta()) p.has_meta_sort = get_i64(fv, p.meta_sort, "sort_index");
+        else if (key == "Group size") coll_int(p.coll.group_size, "Group size");
         else if (key == "Call stack") {
           std::string_view s;
           if (get_str(fv, s, tmp_buf_)) p.call_stack = m_.intern(s);
@@ -217,17 +235,26 @@ error_code reader::read_args(od::value& v) {
         if (key == "Fwd thread id") get_i64(fv, p.fwd_tid, "Fwd thread id");
         else if (key == "blocks per SM") p.kernel.has_blocks_per_sm = get_f64(fv, p.kernel.blocks_per_sm, "blocks per SM");
         else if (key == "shared memory") p.kernel.has_shared_memory = get_i64(fv, p.kernel.shared_memory, "shared memory");
+        else if (key == "In msg nelems") coll_int(p.coll.in_nelems, "In msg nelems");
         break;
       case 14:
         if (key == "Total Reserved") get_f64(fv, p.mem.total_reserved, "Total Reserved");
+        else if (key == "Out msg nelems") coll_int(p.coll.out_nelems, "Out msg nelems");
         break;
       case 15:
         if (key == "Sequence number") get_i64(fv, p.seq, "Sequence number");
         else if (key == "Total Allocated") get_f64(fv, p.mem.total_allocated, "Total Allocated");
+        else if (key == "Collective name") coll_str(p.coll.name, "Collective name");
         break;
       case 16:
         if (key == "Python parent id") get_i64(fv, p.py.parent_id, "Python parent id");
         else if (key == "Python module id") p.has_module_id = get_i64(fv, p.py.module_id, "Python module id");
+        break;
+      case 18:
+        if (key == "Process Group Name") coll_str(p.coll.group_name, "Process Group Name");
+        break;
+      case 19:
+        if (key == "Process Group Ranks") coll_str(p.coll.group_ranks, "Process Group Ranks");
         break;
       case 20:
         if (key == "registers per thread")
@@ -236,6 +263,7 @@ error_code reader::read_args(od::value& v) {
       case 25:
         if (key == "est. achieved occupancy %")
           p.kernel.has_occupancy = get_f64(fv, p.kernel.occupancy, "est. achieved occupancy %");
+        else if (key == "Process Group Description") coll_str(p.coll.group_desc, "Process Group Description");
         break;
       default: break;
     }
@@ -261,6 +289,10 @@ void reader::emit_deferred(event_type type) {
       case arg_group::memory: relevant = type == event_type::memory; break;
       case arg_group::python:
         relevant = type == event_type::python_function || type == event_type::module;
+        break;
+      case arg_group::collective:
+        relevant = type == event_type::op || type == event_type::user_annotation || type == event_type::python ||
+                   type == event_type::kernel;
         break;
     }
     if (relevant) warn(d.kind, d.field);
@@ -339,11 +371,11 @@ void reader::finish_event() {
       case event_type::python:
       {
         const op_args a{p.input_dims != 0 ? p.input_dims : p.input_dims_lower, p.input_types, p.call_stack, p.seq,
-                        p.fwd_tid};
+                        p.fwd_tid, p.has_coll ? add_collective() : no_index};
         // Most small events carry none of these args: they share "no entry" (extra = no_index,
         // read as the defaults) instead of 32 bytes each.
         if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 &&
-            a.fwd_thread_id == -1) {
+            a.fwd_thread_id == -1 && a.collective == no_index) {
           ev.extra = no_index;
           break;
         }
@@ -353,6 +385,7 @@ void reader::finish_event() {
       }
       case event_type::kernel:
         ev.extra = static_cast<std::uint32_t>(m_.kernels.size());
+        if (p.has_coll) p.kernel.collective = add_collective();
         m_.kernels.push_back(p.kernel);
         break;
       case event_type::python_function:
@@ -833,6 +866,7 @@ static load_result finish_load(reader& r, trace_model& model, const std::vector<
   shrink_exact(model.kernels);
   shrink_exact(model.memory);
   shrink_exact(model.python);
+  shrink_exact(model.collectives);
   shrink_exact(model.fwdbwd);
   shrink_exact(model.track_metas);
   shrink_exact(model.strings);

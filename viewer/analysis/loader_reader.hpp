@@ -86,7 +86,7 @@ inline cat_info classify_category(std::string_view cat) {
 }
 
 /// Which event types use an args field (for deferred warnings).
-enum class arg_group : std::uint8_t { any, op, kernel, memory, python };
+enum class arg_group : std::uint8_t { any, op, kernel, memory, python, collective };
 
 struct cat_entry {
   std::string text;  ///< raw cat, or "<ph>" for events without cat
@@ -134,16 +134,24 @@ constexpr std::size_t npos = static_cast<std::size_t>(-1);
 /// The event types an args key matters for (deferred warnings, see reader::pending).
 inline arg_group group_of(std::string_view key) {
   switch (key.size()) {
+    case 3: return key == "Seq" ? arg_group::collective : arg_group::kernel;
     case 4: return key == "Addr" ? arg_group::memory : arg_group::kernel;
-    case 5: return key == "Bytes" ? arg_group::memory : arg_group::kernel;
+    case 5: return key == "Bytes" ? arg_group::memory : (key == "dtype" ? arg_group::collective : arg_group::kernel);
     case 6: return arg_group::kernel;
     case 9: return key == "Device Id" ? arg_group::memory : arg_group::python;
-    case 10: return arg_group::op;
+    case 10: return key == "Group size" ? arg_group::collective : arg_group::op;
     case 11: return key == "Device Type" ? arg_group::memory : arg_group::any;
-    case 13: return key == "Fwd thread id" ? arg_group::op : arg_group::kernel;
-    case 14: return arg_group::memory;
-    case 15: return key == "Sequence number" ? arg_group::op : arg_group::memory;
+    case 13:
+      if (key == "Fwd thread id") return arg_group::op;
+      return key == "In msg nelems" ? arg_group::collective : arg_group::kernel;
+    case 14: return key == "Out msg nelems" ? arg_group::collective : arg_group::memory;
+    case 15:
+      if (key == "Sequence number") return arg_group::op;
+      return key == "Collective name" ? arg_group::collective : arg_group::memory;
     case 16: return arg_group::python;
+    case 18:
+    case 19: return arg_group::collective;  // "Process Group Name", "Process Group Ranks"
+    case 25: return key == "Process Group Description" ? arg_group::collective : arg_group::kernel;
     default: return arg_group::kernel;
   }
 }
@@ -260,6 +268,8 @@ class reader {
     memory_args mem;
     python_args py;
     bool has_module_id = false;
+    collective_args coll;
+    bool has_coll = false;            ///< some collective key was read (see collective_args)
     std::uint32_t meta_text = 0;      ///< args "name" / "labels" of a metadata event (interned)
     std::int64_t meta_sort = 0;       ///< args "sort_index"
     bool has_meta_text = false, has_meta_sort = false;
@@ -275,7 +285,7 @@ class reader {
   };
 
   struct snapshot {
-    std::size_t events, ops, kernels, memory, python, fwdbwd, metas, messages, cats;
+    std::size_t events, ops, kernels, memory, python, collectives, fwdbwd, metas, messages, cats;
     std::vector<std::uint64_t> cat_counts;
     std::map<std::string, std::uint64_t> warnings;
     std::int64_t event_index;
@@ -322,7 +332,7 @@ class reader {
   }
 
   snapshot take_snapshot() const {
-    snapshot s{m_.events.size(), m_.ops.size(), m_.kernels.size(), m_.memory.size(), m_.python.size(),
+    snapshot s{m_.events.size(), m_.ops.size(), m_.kernels.size(), m_.memory.size(), m_.python.size(), m_.collectives.size(),
                m_.fwdbwd.size(), m_.track_metas.size(), m_.diagnostics.messages.size(), cats_.size(), {}, m_.diagnostics.warnings,
                event_index_, rwe_ts_, iter_ts_, has_rwe_, has_iter_};
     s.cat_counts.reserve(cats_.size());
@@ -336,6 +346,7 @@ class reader {
     m_.kernels.resize(s.kernels);
     m_.memory.resize(s.memory);
     m_.python.resize(s.python);
+    m_.collectives.resize(s.collectives);
     m_.fwdbwd.resize(s.fwdbwd);
     m_.track_metas.resize(s.metas);
     m_.diagnostics.messages.resize(s.messages);
@@ -571,6 +582,11 @@ class reader {
   void finish_event();
   void saturate_memory_sizes(memory_args& mem);
   void emit_deferred(event_type type);
+  /// Appends the pending event's collective args; their index.
+  std::uint32_t add_collective() {
+    m_.collectives.push_back(p_.coll);
+    return static_cast<std::uint32_t>(m_.collectives.size() - 1);
+  }
   std::size_t category_slot(std::string_view text, bool is_cat);
 
   // --- top level

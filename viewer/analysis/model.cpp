@@ -119,7 +119,7 @@ std::uint32_t trace_model::intern(std::string_view s) {
 
 std::size_t trace_model::heap_bytes() const noexcept {
   const auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
-  std::size_t n = cap(strings) + cap(events) + cap(ops) + cap(kernels) + cap(memory) + cap(python) + cap(fwdbwd) + cap(track_metas) +
+  std::size_t n = cap(strings) + cap(events) + cap(ops) + cap(kernels) + cap(memory) + cap(python) + cap(collectives) + cap(fwdbwd) + cap(track_metas) +
                   cap(devices) + cap(slots_);
   // Strings longer than the small-string buffer live on the heap (capacity + the terminator).
   for (const std::string& s : strings)

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace kinetoscope::analysis {
@@ -64,6 +65,7 @@ struct op_args {
   std::uint32_t call_stack = 0;     ///< string id of "Call stack"; 0 = absent
   std::int64_t sequence_nr = -1;    ///< "Sequence number"
   std::int64_t fwd_thread_id = -1;  ///< "Fwd thread id"
+  std::uint32_t collective = no_index;  ///< index into trace_model::collectives; no_index = none
 };
 
 /// Args of kernel events (absent fields keep their "has_" flag false).
@@ -76,7 +78,27 @@ struct kernel_args {
   std::int64_t registers_per_thread = 0;  bool has_registers = false;
   std::int64_t shared_memory = 0;         bool has_shared_memory = false;
   std::int64_t stream = -1;               ///< args "stream"
+  std::uint32_t collective = no_index;    ///< index into trace_model::collectives; no_index = none
 };
+
+/// The collective metadata PyTorch's c10d writes on a `record_param_comms` cpu_op, and Kineto
+/// copies onto the NCCL kernel that op launched (docs/trace-format.md, collective metadata): what
+/// lets the same collective be found on every rank of its process group. Strings are string ids
+/// (0 = absent) so the table stays trivially copyable; integers keep the file's exact values.
+struct collective_args {
+  std::uint32_t name = 0;           ///< "Collective name" ("allreduce", "allgather", ...)
+  std::uint32_t dtype = 0;          ///< "dtype" ("Float", "BFloat16", ...)
+  std::uint32_t group_name = 0;     ///< "Process Group Name" ("0", "1", ...)
+  std::uint32_t group_desc = 0;     ///< "Process Group Description" ("default_pg", ...)
+  std::uint32_t group_ranks = 0;    ///< "Process Group Ranks" as written ("[0, 1]")
+  std::int64_t group_size = -1;     ///< "Group size"; -1 = absent
+  std::int64_t in_nelems = -1;      ///< "In msg nelems"; -1 = absent
+  std::int64_t out_nelems = -1;     ///< "Out msg nelems"; -1 = absent
+  std::int64_t seq = -1;            ///< "Seq": the collective's sequence number in its group (newer builds); -1 = absent
+};
+// The model's tables are copied and serialized column by column: keep their rows plain data.
+static_assert(std::is_trivially_copyable_v<collective_args> && std::is_trivially_copyable_v<op_args> &&
+              std::is_trivially_copyable_v<kernel_args>);
 
 /// Args of [memory] instants.
 struct memory_args {
@@ -179,6 +201,7 @@ struct trace_model {
   std::vector<kernel_args> kernels;
   std::vector<memory_args> memory;
   std::vector<python_args> python;
+  std::vector<collective_args> collectives;   ///< from op_args::collective / kernel_args::collective
   std::vector<flow_event> fwdbwd;             ///< in file order
   std::vector<track_meta> track_metas;        ///< process/thread names, labels, sort indexes; in file order
   std::vector<device_info> devices;           ///< deviceProperties, index = device id

@@ -396,11 +396,12 @@ class router {
   }
 
   api_response distributed(const std::string& which) {
-    if (which != "gpuinfo" && which != "overlap" && which != "waittime" && which != "commops")
+    if (which != "gpuinfo" && which != "overlap" && which != "waittime" && which != "commops" && which != "ranks")
       throw api_error{404, "unknown API route 'distributed/" + which.substr(0, 64) + "'"};
     const std::string& run = required(r_, "run");
     const std::string& span = required(r_, "span");
     loaded_run(run);
+    if (which == "ranks") return ranks(run, span);
     auto entry = s_.distributed(run, span);
     if (!entry) throw api_error{404, "could not find the span " + span + " of run " + run};
     return cached(entry->generation, [&] {
@@ -410,6 +411,19 @@ class router {
       if (which == "waittime") return dump(payloads::distributed_waittime(d));
       return dump(payloads::distributed_commops(d));
     });
+  }
+
+  /// The job view of (run, span) from the per-rank summaries (store::job(), cached); the body is
+  /// cached under the generations of the span's profiles.
+  api_response ranks(const std::string& run, const std::string& span) {
+    const std::string* top_param = r_.param("top");
+    const auto top = static_cast<std::size_t>(top_param ? parse_int("top", *top_param, 0, 10000) : 50);
+    auto job = s_.job(run, span);
+    if (!job) throw api_error{404, "could not find the span " + span + " of run " + run};
+    std::uint64_t generation = 0xcbf29ce484222325ull;
+    for (const auto& f : s_.run_files(run))
+      if (f.span == span) generation = (generation ^ f.summary->generation) * 0x100000001b3ull;
+    return cached(generation, [&] { return dump(payloads::distributed_ranks(*job, span, top)); }, "ranks");
   }
 
   api_response diffnode() {

@@ -4,6 +4,7 @@
 /// viewer/server/http-api.md).
 #include "server/payloads.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -632,6 +633,102 @@ ojson diagnostics(const an::trace_model& model, const an::attribution_stats& st,
   j["load_seconds"] = load_seconds;
   j["file_bytes"] = file_bytes;
   return j;
+}
+
+ojson distributed_ranks(const an::job_result& j, std::string_view span, std::size_t top) {
+  const std::size_t cols = j.steps.size();
+  ojson ranks = ojson::array();
+  for (const an::job_rank& r : j.ranks) ranks.push_back({{"worker", r.worker}, {"rank", r.rank}});
+  // One row per rank; heatmap values in whole µs (the canvas needs no more), step ranges exact
+  // (they open the Trace view on that step).
+  const auto rows = [&](const std::vector<double>& v, bool round) {
+    ojson out = ojson::array();
+    for (std::size_t r = 0; r < j.ranks.size(); ++r) {
+      ojson row = ojson::array();
+      for (std::size_t c = 0; c < cols; ++c) {
+        const double x = v[r * cols + c];
+        row.push_back(json_number(round ? std::round(x) : x));
+      }
+      out.push_back(std::move(row));
+    }
+    return out;
+  };
+  ojson heatmaps = ojson::object();
+  ojson metrics = ojson::array();
+  for (std::size_t m = 0; m < an::job_metric_count; ++m) {
+    const std::string name(an::job_metric_name(static_cast<an::job_metric>(m)));
+    metrics.push_back(name);
+    heatmaps[name] = rows(j.heatmaps[m], true);
+  }
+  const auto worker_of = [&](std::uint32_t index) { return j.ranks[index].worker; };
+  ojson stragglers = ojson::array();
+  for (const an::job_straggler& s : j.stragglers) {
+    const std::size_t cell = s.rank_index * cols + s.step;
+    stragglers.push_back({{"worker", worker_of(s.rank_index)},
+                          {"rank", j.ranks[s.rank_index].rank},
+                          {"rank_index", s.rank_index},
+                          {"step", j.steps[s.step]},
+                          {"step_index", s.step},
+                          {"cause", std::string(an::straggler_cause_name(s.cause))},
+                          {"excess_us", json_number(s.excess_us)},
+                          {"evidence", s.evidence},
+                          {"start", json_number(j.step_start[cell])},
+                          {"end", json_number(j.step_end[cell])}});
+  }
+  // Collectives by skew, largest first (ties: launch order).
+  std::vector<std::size_t> order(j.collectives.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const std::size_t shown = std::min(top, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
+                    [&](std::size_t a, std::size_t b) {
+                      if (j.collectives[a].skew != j.collectives[b].skew) return j.collectives[a].skew > j.collectives[b].skew;
+                      return a < b;
+                    });
+  double total_skew = 0, max_skew = 0;
+  for (const an::job_collective& c : j.collectives) {
+    total_skew += c.skew;
+    max_skew = std::max(max_skew, c.skew);
+  }
+  ojson top_list = ojson::array();
+  for (std::size_t k = 0; k < shown; ++k) {
+    const an::job_collective& c = j.collectives[order[k]];
+    ojson arrivals = ojson::array();
+    double wait = 0;
+    for (const an::job_arrival& a : c.arrivals) {
+      arrivals.push_back({a.rank_index, json_number(a.arrival), json_number(a.wait)});
+      wait += a.wait;
+    }
+    top_list.push_back({{"group", c.group},
+                        {"group_desc", c.group_desc},
+                        {"name", c.name},
+                        {"seq", c.seq},
+                        {"bytes", c.bytes},
+                        {"step", c.step >= 0 ? ojson(j.steps[static_cast<std::size_t>(c.step)]) : ojson(nullptr)},
+                        {"step_index", c.step},
+                        {"ranks", c.arrivals.size()},
+                        {"group_size", c.group_size},
+                        {"skew_us", json_number(c.skew)},
+                        {"wait_us", json_number(wait)},
+                        {"last_worker", worker_of(c.last_rank_index)},
+                        {"last_rank", j.ranks[c.last_rank_index].rank},
+                        {"arrivals", std::move(arrivals)}});
+  }
+  return {{"span", std::string(span)},
+          {"ranks", std::move(ranks)},
+          {"steps", j.steps},
+          {"metrics", std::move(metrics)},
+          {"heatmaps", std::move(heatmaps)},
+          {"step_start", rows(j.step_start, false)},
+          {"step_end", rows(j.step_end, false)},
+          {"stragglers", std::move(stragglers)},
+          {"collectives",
+           {{"total", j.collectives.size()},
+            {"matched_by", j.matched_by},
+            {"unmatched", j.unmatched},
+            {"max_skew_us", json_number(max_skew)},
+            {"total_skew_us", json_number(total_skew)},
+            {"top", std::move(top_list)}}},
+          {"notes", j.notes}};
 }
 
 }  // namespace kinetoscope::server::payloads

@@ -81,6 +81,9 @@ ojson distributed_overlap(const analysis::distributed_result& d);
 ojson distributed_waittime(const analysis::distributed_result& d);
 /// `/api/distributed/commops` (plugin shape); null when the view is not available.
 ojson distributed_commops(const analysis::distributed_result& d);
+/// `/api/distributed/ranks` (http-api.md): the job view of a span — rank × step heatmaps with
+/// each cell's step range, the stragglers, and the `top` collectives by arrival skew.
+ojson distributed_ranks(const analysis::job_result& j, std::string_view span, std::size_t top);
 
 /// `/api/diffnode` (plugin shape) of `node`: left/right sides, its path and its children
 /// (without their own children).

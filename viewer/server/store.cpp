@@ -195,6 +195,13 @@ struct store::impl {
   };
   mutable std::mutex dist_mutex_;
   mutable std::map<std::string, std::shared_ptr<distributed_slot>> dist_;
+  struct job_slot {
+    std::mutex compute;                   ///< one computation per (run, span) at a time
+    std::vector<std::uint64_t> inputs;    ///< generations of the input profiles
+    std::shared_ptr<const an::job_result> result;
+  };
+  mutable std::mutex job_mutex_;
+  mutable std::map<std::string, std::shared_ptr<job_slot>> jobs_;
 
   struct diff_slot {
     std::uint64_t a = 0, b = 0;
@@ -639,6 +646,8 @@ struct store::impl {
     s.bodies = canonical_bodies(p, max_body_bytes);
     s.distributed = an::prepare_distributed_worker(
         {std::string(), &p.model, p.used_devices, an::distributed_steps(p.report.overview)});
+    s.rank = an::summarize_rank(p.model, p.report.overview);
+    s.rank_id = p.model.distributed ? p.model.distributed->rank : -1;
     return s;
   }
 
@@ -1009,6 +1018,34 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
   entry->result = an::combine_distributed(parts);
   slot->entry = entry;
   return entry;
+}
+
+std::shared_ptr<const an::job_result> store::job(std::string_view run, std::string_view span) const {
+  std::vector<std::shared_ptr<const file_summary>> inputs;
+  std::vector<std::string> workers;
+  std::vector<std::uint64_t> generations;
+  for (const auto& f : run_files(run))
+    if (f.span == span) {
+      inputs.push_back(f.summary);
+      workers.push_back(f.worker);
+      generations.push_back(f.summary->generation);
+    }
+  if (inputs.empty()) return nullptr;
+
+  std::shared_ptr<impl::job_slot> slot;
+  {
+    std::lock_guard lock(impl_->job_mutex_);
+    auto& s = impl_->jobs_[std::string(run) + '\n' + std::string(span)];
+    if (!s) s = std::make_shared<impl::job_slot>();
+    slot = s;
+  }
+  std::lock_guard compute(slot->compute);
+  if (slot->result && slot->inputs == generations) return slot->result;
+  std::vector<an::job_input> in;
+  for (std::size_t i = 0; i < inputs.size(); ++i) in.push_back({workers[i], inputs[i]->rank_id, &inputs[i]->rank});
+  slot->result = std::make_shared<const an::job_result>(an::analyze_job(in));
+  slot->inputs = std::move(generations);
+  return slot->result;
 }
 
 std::shared_ptr<const an::op_trees> store::trees(const std::shared_ptr<const profile>& p) const {

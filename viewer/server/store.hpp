@@ -40,6 +40,7 @@
 
 #include "analysis/diff_view.hpp"
 #include "analysis/distributed_view.hpp"
+#include "analysis/job_view.hpp"
 #include "analysis/kernel_view.hpp"
 #include "analysis/model.hpp"
 #include "analysis/op_tree.hpp"
@@ -253,6 +254,10 @@ class store {
   /// set of profiles and cached; nullptr when the run has no loaded file of that span.
   /// `result.available` says whether the span has the view (every worker communicates).
   std::shared_ptr<const distributed_entry> distributed(std::string_view run, std::string_view span) const;
+  /// The job view (analysis::analyze_job) over the rank summaries of the loaded workers of
+  /// (run, span) (file_summary::rank: no model is read), computed once per set of summaries
+  /// and cached; nullptr when the run has no loaded file of that span.
+  std::shared_ptr<const analysis::job_result> job(std::string_view run, std::string_view span) const;
   /// The op trees of a loaded profile (build_op_tree(p->model), plugin defaults): the kept ones,
   /// else those any request is using now, else the cache's, else built (in the caller's thread;
   /// about as long as the load's tree step) and cached within store_options::tree_cache_bytes.

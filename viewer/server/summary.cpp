@@ -93,6 +93,8 @@ std::size_t file_summary::bytes() const noexcept {
   for (const auto& r : distributed.records)
     n += sizeof(r) + r.name.size() + (r.ranges.size() + r.real_ranges.size()) * sizeof(an::interval);
   n += distributed.overlap.size() * 64 + distributed.devices.size() * sizeof(an::device_info);
+  n += rank.steps.size() * (sizeof(an::rank_step) + 16);
+  for (const auto& c : rank.collectives) n += sizeof(c) + c.group.size() + c.group_desc.size() + c.name.size();
   return n;
 }
 
@@ -110,6 +112,8 @@ std::string summary_to_json(const file_summary& s) {
   j["timeline_error"] = s.timeline_error;
   j["bodies"] = s.bodies;
   j["distributed"] = part_json(s.distributed);
+  j["rank"] = an::rank_summary_to_json(s.rank);
+  j["rank_id"] = s.rank_id;
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -133,6 +137,8 @@ file_summary summary_from_json(std::string_view text) {
     s.timeline_error = j.at("timeline_error").get<std::string>();
     s.bodies = j.at("bodies").get<std::map<std::string, std::string>>();
     s.distributed = part_of(j.at("distributed"));
+    s.rank = an::rank_summary_from_json(j.at("rank"));
+    s.rank_id = j.at("rank_id").get<std::int64_t>();
     s.from_index = true;
     return s;
   } catch (const json::exception& e) {

@@ -7,7 +7,8 @@
 ///
 ///     profile (full: model, report, timeline, ...)  ── evictable, reloaded from the index
 ///        └─► file_summary: the bodies of the views' default requests, the view flags, the
-///            diagnostics, the worker's part of the Distributed view   ── resident, persisted
+///            diagnostics, the worker's part of the Distributed view, its rank summary
+///            (job view)                                                ── resident, persisted
 ///
 /// The bodies are the exact bytes /api would answer for the requests the web app makes by
 /// default (api.hpp canonical_requests()); any other request (another unit, a memory range,
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "analysis/distributed_view.hpp"
+#include "analysis/job_view.hpp"
 #include "analysis/model.hpp"
 
 namespace kinetoscope::server {
@@ -36,6 +38,10 @@ struct file_summary {
   /// worker; the server sets the span's worker count when it serves it.
   std::map<std::string, std::string> bodies;
   analysis::distributed_worker_part distributed;
+  /// The job view's summary of this rank (summarize_rank of the overview) and its rank
+  /// (distributedInfo.rank; -1 when the trace has none).
+  analysis::rank_summary rank;
+  std::int64_t rank_id = -1;
 
   /// Approximate heap bytes (what a resident summary costs).
   std::size_t bytes() const noexcept;

@@ -45,6 +45,7 @@ enum : std::uint32_t {
   s_fwdbwd = 9,
   s_track_metas = 10,
   s_model_misc = 11,  ///< JSON: devices, distributed, flags, diagnostics
+  s_collectives = 12,
 };
 
 #pragma pack(push, 1)
@@ -179,9 +180,17 @@ std::string check_model(const an::trace_model& m) {
     if (!(e.extra == an::no_index ? optional : e.extra < table))
       return "event " + std::to_string(i) + ": a side-table index out of range";
   }
+  const auto collective_ok = [&](std::uint32_t c) { return c == an::no_index || c < m.collectives.size(); };
   for (const an::op_args& a : m.ops)
-    if (!string_ok(a.input_dims) || !string_ok(a.input_types) || !string_ok(a.call_stack))
-      return "op args: a string id out of range";
+    if (!string_ok(a.input_dims) || !string_ok(a.input_types) || !string_ok(a.call_stack) ||
+        !collective_ok(a.collective))
+      return "op args: an index out of range";
+  for (const an::kernel_args& k : m.kernels)
+    if (!collective_ok(k.collective)) return "kernel args: an index out of range";
+  for (const an::collective_args& c : m.collectives)
+    if (!string_ok(c.name) || !string_ok(c.dtype) || !string_ok(c.group_name) || !string_ok(c.group_desc) ||
+        !string_ok(c.group_ranks))
+      return "collective args: a string id out of range";
   for (const an::kernel_args& k : m.kernels)
     if (!KS_BOOL_OK(k, an::kernel_args, has_blocks_per_sm) || !KS_BOOL_OK(k, an::kernel_args, has_occupancy) ||
         !KS_BOOL_OK(k, an::kernel_args, has_grid) || !KS_BOOL_OK(k, an::kernel_args, has_block) ||
@@ -288,6 +297,7 @@ void write_index(const std::string& file, const index_key& key, std::string_view
       {s_python, column_bytes(model.python)},
       {s_fwdbwd, column_bytes(model.fwdbwd)},
       {s_track_metas, column_bytes(model.track_metas)},
+      {s_collectives, column_bytes(model.collectives)},
       {s_model_misc, misc},
   };
 
@@ -470,7 +480,7 @@ bool trace_index::read_model(an::trace_model& m) {
   if (m.strings.empty() || !m.strings.front().empty()) return fail("string 0 must be empty");
   if (!read_column(s_events, m.events) || !read_column(s_ops, m.ops) || !read_column(s_kernels, m.kernels) ||
       !read_column(s_memory, m.memory) || !read_column(s_python, m.python) || !read_column(s_fwdbwd, m.fwdbwd) ||
-      !read_column(s_track_metas, m.track_metas))
+      !read_column(s_track_metas, m.track_metas) || !read_column(s_collectives, m.collectives))
     return false;
   std::vector<char> misc;
   if (!read_column(s_model_misc, misc)) return false;

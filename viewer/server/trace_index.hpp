@@ -48,7 +48,7 @@ namespace kinetoscope::server {
 
 /// Bumped whenever the layout, the model's records or what the summary holds (the views'
 /// numbers) change: an index written by another version is rebuilt, never read.
-inline constexpr std::uint32_t index_format_version = 1;
+inline constexpr std::uint32_t index_format_version = 2;
 
 /// What identifies the trace an index was made from.
 struct index_key {

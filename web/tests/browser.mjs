@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // End-to-end browser test of the kinetoscope viewer: a real server on a temporary logdir (copies
-// of real PyTorch traces plus a run recorded by the cnn_train sample), every view opened in
+// of real PyTorch traces plus a run recorded by the cnn_train sample and a small 8-rank job written
+// by bench's gen_dist_job), every view opened in
 // headless Debian chromium through playwright-core, checked the way a person would look at it,
 // and screenshotted.
 //
 //   node web/tests/browser.mjs --bin build/viewer/kinetoscope --sample build/samples/cnn_train \
-//        --real-traces tests/data/real --out /tmp/screenshots
+//        --gen-dist-job build/bench/gen_dist_job --real-traces tests/data/real --out /tmp/screenshots
 //
 // Exits 0 when every check passed, 1 with one line per failed check otherwise, 2 on bad usage.
 // The server is killed on every path (checks failing, exceptions, signals).
@@ -32,7 +33,7 @@ const VIEW_TIMEOUT_MS = 60000;
 
 function usage(message) {
   console.error(`browser test: ${message}`);
-  console.error('usage: node browser.mjs --bin KINETOSCOPE --sample CNN_TRAIN --real-traces DIR --out DIR');
+  console.error('usage: node browser.mjs --bin KINETOSCOPE --sample CNN_TRAIN --gen-dist-job GEN_DIST_JOB --real-traces DIR --out DIR');
   process.exit(2);
 }
 
@@ -40,14 +41,15 @@ function parseArgs(argv) {
   const opts = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const key = { '--bin': 'bin', '--sample': 'sample', '--real-traces': 'realTraces', '--out': 'out' }[a];
+    const key = { '--bin': 'bin', '--sample': 'sample', '--gen-dist-job': 'genDistJob', '--real-traces': 'realTraces', '--out': 'out' }[a];
     if (!key) usage(`unknown argument ${a}`);
     if (i + 1 >= argv.length) usage(`${a} needs a value`);
     opts[key] = resolve(argv[++i]);
   }
-  for (const [k, flag] of [['bin', 'bin'], ['sample', 'sample'], ['realTraces', 'real-traces'], ['out', 'out']]) if (!opts[k]) usage(`--${flag} is required`);
+  for (const [k, flag] of [['bin', 'bin'], ['sample', 'sample'], ['genDistJob', 'gen-dist-job'], ['realTraces', 'real-traces'], ['out', 'out']]) if (!opts[k]) usage(`--${flag} is required`);
   if (!existsSync(opts.bin)) usage(`no kinetoscope binary at ${opts.bin}`);
   if (!existsSync(opts.sample)) usage(`no cnn_train binary at ${opts.sample}`);
+  if (!existsSync(opts.genDistJob)) usage(`no gen_dist_job binary at ${opts.genDistJob}`);
   if (!existsSync(join(opts.realTraces, 'traces'))) usage(`no traces/ under ${opts.realTraces}`);
   if (!existsSync(CHROMIUM)) usage(`${CHROMIUM} is missing (apt-get install chromium)`);
   return opts;
@@ -250,6 +252,13 @@ async function main() {
   check(cnnFiles.filter((f) => f.includes('.pt.trace.json')).length === 2 && cnnFiles.some((f) => f.startsWith('events.out.tfevents')),
     `cnn_train wrote 2 traces and an event file (${cnnFiles.join(', ')})`);
 
+  // A distributed job of 8 ranks x 8 steps (about 0.3 MB per rank) with the generator's stragglers
+  // (checks/ranks.mjs).
+  const job = spawnSync(opts.genDistJob, [join(logdir, 'job'), '--ranks', '8', '--steps', '8', '--mb-per-rank', '1'],
+    { encoding: 'utf8', timeout: 120000 });
+  if (job.status !== 0) throw new Error(`gen_dist_job failed (${job.status ?? job.signal}): ${job.stderr}`);
+  opts.jobInjected = job.stdout.split('\n').filter((l) => l.startsWith('injected: '));
+
   // The landing page opens the run with the newest trace file: every file is dated back, but
   // those of diff_test (not the first run by name) are the newest (checks/ui2.mjs).
   const old = new Date('2021-06-08T12:00:00Z');
@@ -261,7 +270,7 @@ async function main() {
 
   const base = await startServer(opts.bin, logdir);
   console.log(`server at ${base}`);
-  const allRuns = [...RUNS, 'cnn', 'modules'];
+  const allRuns = [...RUNS, 'cnn', 'modules', 'job'];
   await waitLoaded(base, allRuns);
   const status = await getJson(base, 'status');
   check(status.files.every((f) => f.state === 'loaded'), `every file loaded (${status.files.filter((f) => f.state !== 'loaded').map((f) => `${f.path}: ${f.state} ${f.error}`).join('; ') || 'all'})`);

@@ -2,8 +2,9 @@
 // Distributed view (the plugin's fe/src/components/DistributedView.tsx), shown for worker "All":
 // device information per node/process/GPU, computation/communication and
 // synchronizing/communication stacked columns per worker with a step select each, and the
-// communication operations table per worker.
+// communication operations table per worker; then the job view's Ranks section (ranks.js).
 import './distributed.css';
+import { renderRanks } from './ranks.js';
 import { createTable } from '../components/table.js';
 import { stackedColumns } from '../components/charts.js';
 import { h, titledCard as card } from '../components/dom.js';
@@ -180,6 +181,7 @@ export async function render(el, ctx) {
   root.appendChild(c.card);
   if (workers.length === 0) {
     c.body.appendChild(h('div', 'dist-note', 'No communication operations in this profile.'));
+    ranksSection(root, ctx);
     return undefined;
   }
   const select = labelledSelect(c.head, 'Worker', workers, hash.comm_worker);
@@ -209,5 +211,16 @@ export async function render(el, ctx) {
     draw();
   });
   draw();
+  ranksSection(root, ctx);
   return undefined;
+}
+
+/// The job view's Ranks section, below the plugin's panels; it loads on its own, so they do not
+/// wait for it.
+function ranksSection(root, ctx) {
+  const box = h('div', 'ranks-box');
+  root.appendChild(box);
+  renderRanks(box, ctx).catch((e) => {
+    box.appendChild(h('div', 'dist-note', `Could not show the ranks: ${e && e.message ? e.message : e}`));
+  });
 }
