@@ -80,12 +80,11 @@ std::set<finding> findings(const job_result& r) {
 }  // namespace
 
 TEST_CASE("job view: a clean job has no stragglers, and every collective is matched on every rank") {
-  // Other noise draws: still nothing reported.
-  for (std::uint64_t seed : {1, 2}) {
+  // Another noise draw: still nothing reported.
+  {
     kb::dist_job_options o = small_job();
-    o.seed = seed;
+    o.seed = 1;
     o.steps = 5;
-    CAPTURE(seed);
     CHECK(run_job(o).result.stragglers.empty());
   }
   const loaded_job job = run_job(small_job());
