@@ -150,6 +150,21 @@ TEST_CASE("job view: the injected stragglers are exactly the ones reported") {
   CHECK(job.result.value(job_metric::wait, 5, 4) < 1'000);
 }
 
+TEST_CASE("job view: two stragglers of different causes in one step are both reported") {
+  // Rank 5's slow data loader makes every other rank wait at the step's first collective, which
+  // delays their next collectives on the same communicator stream: that is not lateness. Rank 7's
+  // own late start in that step is (bench_job found it hidden when the whole earlier wait was
+  // discounted).
+  kb::dist_job_options o = small_job();
+  o.steps = 6;
+  o.slow_loader = {5, {4}, 20'000};
+  o.slow_comm = {7, {4}, 6'000};
+  const loaded_job job = run_job(o);
+  for (const job_straggler& s : job.result.stragglers) MESSAGE(s.evidence);
+  CHECK(findings(job.result) ==
+        std::set<finding>{{5, 4, straggler_cause::data_loading}, {7, 4, straggler_cause::communication}});
+}
+
 TEST_CASE("job view: arrival skew equals the injected delay") {
   kb::dist_job_options o = small_job();
   o.jitter = 0;  // every clean rank identical: the skew is the delay alone

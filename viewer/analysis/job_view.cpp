@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -464,12 +465,16 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
     out.notes.push_back(std::to_string(out.unmatched) +
                         " collective(s) were found on fewer ranks than their group size (ranks missing from the span?).");
 
-  // Wait per cell, and each cell's late arrival not explained by its own earlier waiting in the
-  // step: a rank that waited for a slow peer arrives late at the next collective through no fault
-  // of its own.
+  // Wait per cell, and each cell's late arrival not explained by its communicator's stream: a
+  // collective's kernel cannot start before the previous collective of its process group ends on
+  // that rank (one NCCL stream per communicator), so a rank that waited for a slow peer starts its
+  // next collective late through no fault of its own. Lateness counts from the later of the
+  // earliest rank's arrival and that bound. (Subtracting the whole earlier wait instead hid a
+  // rank that was late by itself in a step where another rank was slow in data loading.)
   std::vector<double>& wait = out.heatmaps[static_cast<std::size_t>(job_metric::wait)];
   std::vector<double> lateness(n * cols, nan);
   std::vector<double> scratch;
+  std::map<std::string, double> stream_end;  ///< per process group: its last collective's end on this rank
   for (std::size_t r = 0; r < n; ++r) {
     const rank_summary& s = summary(r);
     std::size_t i = 0;
@@ -483,11 +488,16 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         const std::size_t cell = r * cols + static_cast<std::size_t>(col);
         double waited = 0;
         scratch.clear();
+        stream_end.clear();
         for (std::size_t k = i; k < e; ++k) {
           if (k > i && list[k] == list[k - 1]) continue;  // a merged duplicate (see above)
           const auto [ci, ai] = list[k];
           const job_arrival& a = out.collectives[ci].arrivals[ai];
-          scratch.push_back(std::max(0.0, a.arrival - earliest[ci] - waited));
+          const std::string& group = out.collectives[ci].group;
+          double bound = earliest[ci];
+          if (const auto it = stream_end.find(group); it != stream_end.end()) bound = std::max(bound, it->second);
+          scratch.push_back(std::max(0.0, a.arrival - bound));
+          stream_end[group] = a.end;
           waited += a.wait;
         }
         wait[cell] = waited;
@@ -528,7 +538,7 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
     test(out.heatmaps[static_cast<std::size_t>(job_metric::data_loading)], straggler_cause::data_loading,
          "data loading");
     test(lateness, straggler_cause::communication,
-         "late arrival at the step's collectives (median over them, after the rank's own waiting)");
+         "late arrival at the step's collectives (median over them, beyond what its earlier collectives allowed)");
   }
   std::sort(out.stragglers.begin(), out.stragglers.end(), [](const job_straggler& a, const job_straggler& b) {
     if (a.step != b.step) return a.step < b.step;

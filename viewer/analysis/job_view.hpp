@@ -19,7 +19,8 @@
 /// without Seq, by their order within (process group, collective name) — and derives each rank's
 /// arrival (its kernel's start, else its host launch), the arrival skew and the last arriver, the
 /// time each rank waited for the last one, and stragglers: (rank, step) cells whose compute or
-/// data-loading time, or whose late arrival at collectives not explained by earlier waiting,
+/// data-loading time, or whose late arrival at collectives not explained by the previous
+/// collective of its process group (one NCCL stream per communicator),
 /// exceeds the median over the ranks by more than a robust threshold (median absolute deviation,
 /// with floors relative to the step time), so that ordinary noise never reports anything.
 
