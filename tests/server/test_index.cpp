@@ -68,8 +68,10 @@ void copy_runs(const fs::path& logdir, std::initializer_list<const char*> runs) 
   }
 }
 
-std::unique_ptr<ks::store> started(const fs::path& logdir, const std::string& cache, std::uint64_t max_memory = 0) {
+std::unique_ptr<ks::store> started(const fs::path& logdir, const std::string& cache, std::uint64_t max_memory = 0,
+                                   double demand_pin_seconds = 0) {
   ks::store_options o;
+  o.demand_pin_seconds = demand_pin_seconds;  // 0: the budget alone decides what stays
   o.logdir = logdir.string();
   o.reload_interval_s = 0;
   o.cache_dir = cache;
@@ -472,6 +474,38 @@ TEST_CASE("store: a budget that holds no full profile answers every request, fro
   }
   for (const auto& f : t->files()) CHECK_MESSAGE(f.resident == (f.path == largest_path), f.path);
   CHECK(t->resident_bytes() == largest);
+}
+
+TEST_CASE("store: a profile loaded on demand stays for the request that waited, whatever the budget") {
+  scratch dir("pin");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"two_ranks"});
+  for (const double pin : {30.0, 0.0}) {
+    CAPTURE(pin);
+    auto s = started(logdir, "", /*max_memory=*/1, pin);
+    const auto f = s->files().at(0);
+    REQUIRE(s->resident_bytes() == 0);
+    // As the API does past its wait: "loading" now; the load goes on in the background.
+    ks::full_result first = s->acquire(f.run, f.worker, f.span, std::chrono::milliseconds(0));
+    CHECK(first.loading);
+    CHECK_FALSE(first.full);
+    // Another request waits for the end of that load (and gets the profile), then lets go.
+    ks::full_result waited = s->acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+    CHECK(waited.full);
+    waited.full.reset();
+    CHECK(s->full_loads() == 1);
+    ks::full_result again = s->acquire(f.run, f.worker, f.span, std::chrono::milliseconds(0));
+    if (pin > 0) {
+      // The asking again gets it: no second load, though it is over the 1-byte budget.
+      CHECK(again.full);
+      CHECK(s->full_loads() == 1);
+      CHECK(s->resident_bytes() > 1);
+    } else {
+      // Unpinned, the budget let it go at once (asking again starts another load once the last
+      // holder, maybe the on-demand thread still, lets go).
+      CHECK(s->resident_bytes() == 0);
+    }
+  }
 }
 
 TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {

@@ -224,7 +224,14 @@ struct store::impl {
   // Full profiles: the resident ones (most recently used first) and the on-demand loads.
   // Lock order: mutex_ before a slot's mutex; demand_mutex_ and lru_mutex_ are taken alone.
   mutable std::mutex lru_mutex_;
-  mutable std::list<std::shared_ptr<const profile>> lru_;
+  /// A profile loaded on demand is pinned for store_options::demand_pin_seconds: the request
+  /// that waited for it (and answered 503 meanwhile) finds it when it asks again, even when the
+  /// budget is smaller than the profile; otherwise every retry would load it anew.
+  struct lru_entry {
+    std::shared_ptr<const profile> p;
+    clock_type::time_point pinned_until{};
+  };
+  mutable std::list<lru_entry> lru_;
   mutable std::uint64_t lru_bytes_ = 0;
   mutable std::atomic<std::uint64_t> full_loads_{0};
   struct demand_job {
@@ -701,23 +708,34 @@ struct store::impl {
     return p;
   }
 
-  /// Puts `p` first in the LRU of resident full profiles and evicts from the tail beyond
-  /// options.max_memory (a profile in use stays alive through its users' pointers).
-  void keep_resident(const std::shared_ptr<const profile>& p) const {
+  /// Puts `p` first in the LRU of resident full profiles (pinned for `pin`) and evicts from the
+  /// tail beyond options.max_memory, skipping pinned profiles (a profile in use stays alive
+  /// through its users' pointers anyway).
+  void keep_resident(const std::shared_ptr<const profile>& p, clock_type::duration pin = {}) const {
     std::vector<std::shared_ptr<const profile>> dropped;  // released after the lock
     {
       std::lock_guard lock(lru_mutex_);
+      const auto now = clock_type::now();
+      const auto until = pin > clock_type::duration::zero() ? now + pin : clock_type::time_point{};
+      bool found = false;
       for (auto it = lru_.begin(); it != lru_.end(); ++it)
-        if (*it == p) {
+        if (it->p == p) {
+          it->pinned_until = std::max(it->pinned_until, until);
           lru_.splice(lru_.begin(), lru_, it);
-          return;
+          found = true;
+          break;
         }
-      lru_.push_front(p);
-      lru_bytes_ += p->heap_bytes();
-      while (options.max_memory > 0 && lru_bytes_ > options.max_memory && !lru_.empty()) {
-        lru_bytes_ -= lru_.back()->heap_bytes();
-        dropped.push_back(std::move(lru_.back()));
-        lru_.pop_back();
+      if (!found) {
+        lru_.push_front({p, until});
+        lru_bytes_ += p->heap_bytes();
+      }
+      auto it = lru_.end();
+      while (options.max_memory > 0 && lru_bytes_ > options.max_memory && it != lru_.begin()) {
+        --it;
+        if (it->pinned_until > now) continue;
+        lru_bytes_ -= it->p->heap_bytes();
+        dropped.push_back(std::move(it->p));
+        it = lru_.erase(it);
       }
     }
     if (!dropped.empty()) {
@@ -744,7 +762,9 @@ struct store::impl {
       } catch (const std::exception& e) {
         error = job.rel + ": " + e.what();
       }
-      if (p) keep_resident(p);
+      if (p)
+        keep_resident(p, std::chrono::duration_cast<clock_type::duration>(
+                             std::chrono::duration<double>(std::max(0.0, options.demand_pin_seconds))));
       {
         std::lock_guard lock(job.slot->m);
         job.slot->weak = p;

@@ -72,6 +72,9 @@ struct store_options {
   /// evicted first; 0: no limit. Summaries always stay. A profile in use by a request stays
   /// alive until the request lets go, whatever the budget.
   std::uint64_t max_memory = 0;
+  /// A full profile loaded on demand stays loaded this long whatever the budget, so the request
+  /// that waited for it (answered 503, asking again) gets it instead of starting another load.
+  double demand_pin_seconds = 30;
   /// Files loaded at once at start and rescans (each its own thread); a file over 512 MB still
   /// loads alone. `kinetoscope --logdir` uses the number of cores, at most 4.
   unsigned loader_threads = 1;
