@@ -3,8 +3,8 @@
 # Installs what kinetoscope needs, when missing (run as root on Debian 12):
 #   install-deps.sh          what the build needs: Debian packages only (the web app is built
 #                            from the committed web/dist, so no node and no npm)
-#   install-deps.sh --tests  also what the tests need: doctest, clang + libFuzzer (fuzz smoke),
-#                            cmake (install consumers), chromium, node and the web app's npm
+#   install-deps.sh --tests  also what the tests need: doctest, cmake (install consumers),
+#                            chromium, node and the web app's npm
 #                            packages (npm ci in web/, exact lock: rebuilding web/dist, browser test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +13,7 @@ packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev libsimd
 tests=false
 if [ "${1:-}" = "--tests" ]; then
   tests=true
-  packages+=(doctest-dev cmake chromium clang libclang-rt-14-dev)
+  packages+=(doctest-dev cmake chromium)
   command -v node > /dev/null || packages+=(nodejs)
   command -v npm > /dev/null || packages+=(npm)
 fi
