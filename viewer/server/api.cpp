@@ -487,9 +487,9 @@ class router {
     auto p = full_profile("run", "worker", "span");
     const profile& pr = *p;
     if (route.starts_with("timeline") && route != "timeline/tracks") return timeline_route(route, pr);
-    if ((route == "memory" || route == "memory_events") && memory_range(r_)) {
+    const auto range = route == "memory" || route == "memory_events" ? memory_range(r_) : std::nullopt;
+    if (range) {
       // Validate before the cache lookup so bad input never hits a cached body.
-      const auto range = memory_range(r_);
       const auto unit = memory_unit(r_, an::memory_size_unit::kb);
       const auto tunit = time_unit(r_);
       return cached(pr.generation, [&] {

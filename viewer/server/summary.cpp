@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "nlohmann/json.hpp"
+#include "server/device_json.hpp"
 
 namespace kinetoscope::server {
 namespace {
@@ -30,18 +31,13 @@ std::vector<an::interval> intervals_of(const json& j) {
 }
 
 json part_json(const an::distributed_worker_part& p) {
-  json devices = json::array();
-  for (const an::device_info& d : p.devices)
-    devices.push_back({d.present, d.name, d.has_name, d.total_global_mem, d.has_total_global_mem, d.compute_major,
-                       d.has_compute_major, d.compute_minor, d.has_compute_minor, d.num_sms,
-                       d.max_threads_per_multiprocessor});
   json records = json::array();
   for (const an::comm_record& r : p.records)
     records.push_back({r.name, r.external_id, r.start, r.end, intervals_json(r.ranges), intervals_json(r.real_ranges),
                        r.step ? json(*r.step) : json(nullptr), r.bytes});
   json overlap = json::array();
   for (const auto& [step, bar] : p.overlap) overlap.push_back({step, bar_json(bar)});
-  return {{"devices", std::move(devices)},
+  return {{"devices", devices_json(p.devices)},
           {"used_devices", p.used_devices},
           {"records", std::move(records)},
           {"overlap", std::move(overlap)},
@@ -50,21 +46,7 @@ json part_json(const an::distributed_worker_part& p) {
 
 an::distributed_worker_part part_of(const json& j) {
   an::distributed_worker_part p;
-  for (const auto& d : j.at("devices")) {
-    an::device_info x;
-    x.present = d.at(0).get<bool>();
-    x.name = d.at(1).get<std::string>();
-    x.has_name = d.at(2).get<bool>();
-    x.total_global_mem = d.at(3).get<std::int64_t>();
-    x.has_total_global_mem = d.at(4).get<bool>();
-    x.compute_major = d.at(5).get<std::int64_t>();
-    x.has_compute_major = d.at(6).get<bool>();
-    x.compute_minor = d.at(7).get<std::int64_t>();
-    x.has_compute_minor = d.at(8).get<bool>();
-    x.num_sms = d.at(9).get<std::int64_t>();
-    x.max_threads_per_multiprocessor = d.at(10).get<std::int64_t>();
-    p.devices.push_back(std::move(x));
-  }
+  p.devices = devices_of(j.at("devices"));
   p.used_devices = j.at("used_devices").get<std::set<std::int64_t>>();
   for (const auto& r : j.at("records")) {
     an::comm_record c;

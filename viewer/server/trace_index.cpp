@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "nlohmann/json.hpp"
+#include "server/device_json.hpp"
 #include "zlib.h"
 
 namespace kinetoscope::server {
@@ -90,13 +91,8 @@ bool byte_at_most(const void* record, std::size_t offset, unsigned max) {
 #define KS_BOOL_OK(rec, type, field) byte_at_most(&(rec), offsetof(type, field), 1)
 
 nlohmann::json model_misc(const an::trace_model& m) {
-  nlohmann::json devices = nlohmann::json::array();
-  for (const an::device_info& d : m.devices)
-    devices.push_back({d.present, d.name, d.has_name, d.total_global_mem, d.has_total_global_mem, d.compute_major,
-                       d.has_compute_major, d.compute_minor, d.has_compute_minor, d.num_sms,
-                       d.max_threads_per_multiprocessor});
   nlohmann::json j;
-  j["devices"] = std::move(devices);
+  j["devices"] = devices_json(m.devices);
   if (m.distributed)
     j["distributed"] = {m.distributed->backend, m.distributed->rank, m.distributed->world_size};
   j["lightning"] = m.lightning;
@@ -113,22 +109,7 @@ nlohmann::json model_misc(const an::trace_model& m) {
 
 /// Throws (nlohmann::json::exception) on a wrong shape; the caller reports it as corrupt.
 void read_model_misc(const nlohmann::json& j, an::trace_model& m) {
-  m.devices.clear();
-  for (const auto& d : j.at("devices")) {
-    an::device_info x;
-    x.present = d.at(0).get<bool>();
-    x.name = d.at(1).get<std::string>();
-    x.has_name = d.at(2).get<bool>();
-    x.total_global_mem = d.at(3).get<std::int64_t>();
-    x.has_total_global_mem = d.at(4).get<bool>();
-    x.compute_major = d.at(5).get<std::int64_t>();
-    x.has_compute_major = d.at(6).get<bool>();
-    x.compute_minor = d.at(7).get<std::int64_t>();
-    x.has_compute_minor = d.at(8).get<bool>();
-    x.num_sms = d.at(9).get<std::int64_t>();
-    x.max_threads_per_multiprocessor = d.at(10).get<std::int64_t>();
-    m.devices.push_back(std::move(x));
-  }
+  m.devices = devices_of(j.at("devices"));
   if (j.contains("distributed")) {
     const auto& d = j.at("distributed");
     m.distributed = an::distributed_meta{d.at(0).get<std::string>(), d.at(1).get<std::int64_t>(),
