@@ -17,8 +17,6 @@
 ///   --no-keep: delete generated traces. Prints figures next to their goals; exit 0 unless a
 ///   step fails (goals are reported, not asserted: timings depend on the machine).
 
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -35,9 +33,14 @@
 #include "server/store.hpp"
 #include "server/trace_index.hpp"
 
+#include "bench_process.hpp"
 #include "big_trace_file.hpp"
 
 namespace {
+
+using kinetoscope::bench::in_child;
+using kinetoscope::bench::max_rss_mb;
+using kinetoscope::bench::rss_mb;
 
 namespace fs = std::filesystem;
 namespace ks = kinetoscope::server;
@@ -45,20 +48,6 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double max_rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
-}
-
-double rss_mb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  return 0;
 }
 
 fs::path scratch(const char* tag) {
@@ -71,25 +60,6 @@ fs::path scratch(const char* tag) {
 }
 
 /// Runs `f` in a child process; its exit status.
-template <class F>
-int in_child(F&& f) {
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = f();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_index: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    _exit(rc);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-}
-
 ks::api_response get(ks::store& s, const std::string& route, std::vector<std::pair<std::string, std::string>> q) {
   for (;;) {
     ks::api_response r = ks::api(s).handle({route, q});
@@ -136,7 +106,7 @@ int cold_index(double mb, bool keep) {
   std::printf("\nbench_index: cold index of a %.0f MB trace (kinetoscope index's work, one process)\n", mb);
   const std::string trace = bench::ensure_big_trace(bench::big_trace_input(), mb, false);
   const fs::path cache = scratch("cold");
-  const int rc = in_child([&] {
+  const int rc = in_child("bench_index", [&] {
     const auto t0 = clock_type::now();
     const ks::index_outcome r = ks::index_trace(trace, cache.string(), std::uint64_t{64} << 30, true);
     const double s = seconds_since(t0);
@@ -169,7 +139,7 @@ int reopen(double mb, bool keep) {
   o.reload_interval_s = 0;
   o.follow_outside_symlinks = true;
   o.cache_dir = (dir / "cache").string();
-  int rc = in_child([&] {  // writes the index
+  int rc = in_child("bench_index", [&] {  // writes the index
     const auto t0 = clock_type::now();
     ks::store s(o);
     s.start();
@@ -178,7 +148,7 @@ int reopen(double mb, bool keep) {
                 s.files().at(0).index.c_str());
     return s.files().at(0).index == "written" ? 0 : 1;
   });
-  rc |= in_child([&] {
+  rc |= in_child("bench_index", [&] {
     const auto t0 = clock_type::now();
     ks::store s(o);
     s.start();
@@ -210,7 +180,7 @@ int over_budget(double mb, bool keep) {
     fs::create_directories(dir / "logs" / ("run" + std::to_string(i)));
     fs::create_symlink(trace, dir / "logs" / ("run" + std::to_string(i)) / "worker0.pt.trace.json");
   }
-  const int rc = in_child([&] {
+  const int rc = in_child("bench_index", [&] {
     ks::store_options o;
     o.logdir = (dir / "logs").string();
     o.reload_interval_s = 0;

@@ -14,8 +14,6 @@
 ///   --quick: 16 ranks x 5 MB. The job stays in $TMPDIR/kinetoscope_bench_job_<N>x<M> for the next
 ///   run unless --no-keep.
 
-#include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -31,11 +29,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_process.hpp"
 #include "dist_job_writer.hpp"
 #include "server/api.hpp"
 #include "server/store.hpp"
 
 namespace {
+
+using kinetoscope::bench::in_child;
+using kinetoscope::bench::max_rss_mb;
+using kinetoscope::bench::rss_mb;
 
 namespace fs = std::filesystem;
 namespace ks = kinetoscope::server;
@@ -43,39 +46,6 @@ namespace kb = kinetoscope::bench;
 using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
-
-double max_rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
-}
-
-double rss_mb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  return 0;
-}
-
-template <class F>
-int in_child(F&& f) {
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = f();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_job: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    _exit(rc);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-}
 
 /// (rank, step index, cause) of each injected straggler within the job's steps.
 using finding = std::tuple<int, int, std::string>;
@@ -211,8 +181,8 @@ int main(int argc, char** argv) {
   }
   const std::set<finding> expected = injected(o, steps);
   fs::remove_all(cache);
-  int rc = in_child([&] { return serve_job(logdir, cache, "cold", 60, expected); });
-  rc |= in_child([&] { return serve_job(logdir, cache, "warm", 2, expected); });
+  int rc = in_child("bench_job", [&] { return serve_job(logdir, cache, "cold", 60, expected); });
+  rc |= in_child("bench_job", [&] { return serve_job(logdir, cache, "warm", 2, expected); });
   fs::remove_all(cache);
   if (!keep) fs::remove_all(root);
   return rc;

@@ -38,9 +38,14 @@
 #include "server/store.hpp"
 #include "server/timeline.hpp"
 
+#include "bench_process.hpp"
 #include "big_trace_file.hpp"
 
 namespace {
+
+using kinetoscope::bench::in_child;
+using kinetoscope::bench::max_rss_mb;
+using kinetoscope::bench::rss_mb;
 
 namespace fs = std::filesystem;
 using clock_type = std::chrono::steady_clock;
@@ -50,21 +55,6 @@ using kinetoscope::server::api_response;
 
 double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-/// Current resident set (VmRSS) in MB, from /proc/self/status.
-double rss_mb() {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024.0;
-  return 0;
-}
-
-double max_rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) / 1024.0;
 }
 
 
@@ -152,26 +142,6 @@ int run_small_events(double mb, bool keep) {
 /// The ResNet-shaped trace: store load, RSS, then every view route.
 int run_resnet(double mb, bool keep);
 
-/// Runs `fn` in a child process (a clean heap for its RSS figures); its exit status.
-template <class F>
-int in_child(F fn) {
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    int rc = 1;
-    try {
-      rc = fn();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "bench_server: %s\n", e.what());
-    }
-    std::fflush(stdout);
-    _exit(rc);
-  }
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -187,8 +157,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_server: --mb and --small-mb want a size >= 1\n");
     return 2;
   }
-  const int a = in_child([&] { return run_resnet(mb, args.keep); });
-  const int b = in_child([&] { return run_small_events(small_mb, args.keep); });
+  const int a = in_child("bench_server", [&] { return run_resnet(mb, args.keep); });
+  const int b = in_child("bench_server", [&] { return run_small_events(small_mb, args.keep); });
   return a != 0 ? a : b;
 }
 
