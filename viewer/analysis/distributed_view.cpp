@@ -234,8 +234,12 @@ void overlap_bars(const role_ranges& roles, const std::vector<distributed_step>&
                      std::trunc(sum.other / n)};
 }
 
-/// The plugin's analyze_communication_nodes: wait bars per step key and the op table.
-void communication_stats(distributed_worker_result& out) {
+/// The plugin's analyze_communication_nodes: wait bars per step key and the op table, from one
+/// worker's records and the shortest length over the workers of each (record, range):
+/// `shortest[first[i] + j]` for range j of record i. Each real range is that length aligned to the
+/// range's end (#distributed-view); it is made here, so the records are read, never copied.
+void communication_stats(const std::vector<comm_record>& records, const std::vector<std::size_t>& first,
+                         const std::vector<double>& shortest, distributed_worker_result& out) {
   std::vector<std::pair<std::optional<std::string>, std::pair<interval_list, interval_list>>> per_step;
   struct op_acc {
     std::int64_t calls = 0;
@@ -244,17 +248,44 @@ void communication_stats(distributed_worker_result& out) {
     interval_list real;
   };
   std::vector<std::pair<std::string, op_acc>> per_op;
-  for (const comm_record& r : out.records) {
-    auto s = std::find_if(per_step.begin(), per_step.end(), [&](const auto& x) { return x.first == r.step; });
-    if (s == per_step.end()) s = per_step.insert(per_step.end(), {r.step, {}});
-    s->second.first.insert(s->second.first.end(), r.ranges.begin(), r.ranges.end());
-    s->second.second.insert(s->second.second.end(), r.real_ranges.begin(), r.real_ranges.end());
-    auto o = std::find_if(per_op.begin(), per_op.end(), [&](const auto& x) { return x.first == r.name; });
-    if (o == per_op.end()) o = per_op.insert(per_op.end(), {r.name, {}});
-    o->second.calls += 1;
-    o->second.bytes += r.bytes;
-    o->second.ranges.insert(o->second.ranges.end(), r.ranges.begin(), r.ranges.end());
-    o->second.real.insert(o->second.real.end(), r.real_ranges.begin(), r.real_ranges.end());
+  // Keys in first-seen order; records of one step come together (sorted by start), so the last
+  // key is checked before the maps.
+  std::unordered_map<std::string, std::size_t> step_index;
+  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+  std::size_t no_step = none;  // the key of records outside every step, once seen
+  std::size_t last_step = 0;
+  std::unordered_map<std::string, std::size_t> op_index;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    const comm_record& r = records[i];
+    std::size_t s = 0;
+    if (!per_step.empty() && per_step[last_step].first == r.step) {
+      s = last_step;
+    } else if (!r.step) {
+      if (no_step == none) {
+        no_step = per_step.size();
+        per_step.emplace_back(std::nullopt, std::pair<interval_list, interval_list>{});
+      }
+      s = no_step;
+    } else {
+      auto [it, inserted] = step_index.try_emplace(*r.step, per_step.size());
+      if (inserted) per_step.emplace_back(r.step, std::pair<interval_list, interval_list>{});
+      s = it->second;
+    }
+    last_step = s;
+    auto [o, new_op] = op_index.try_emplace(r.name, per_op.size());
+    if (new_op) per_op.emplace_back(r.name, op_acc{});
+    op_acc& acc = per_op[o->second].second;
+    auto& lists = per_step[s].second;
+    acc.calls += 1;
+    acc.bytes += r.bytes;
+    for (std::size_t j = 0; j < r.ranges.size(); ++j) {
+      const interval& k = r.ranges[j];
+      const interval real{k.end - shortest[first[i] + j], k.end};
+      lists.first.push_back(k);
+      lists.second.push_back(real);
+      acc.ranges.push_back(k);
+      acc.real.push_back(real);
+    }
   }
   wait_bar sum;
   for (auto& [step, lists] : per_step) {
@@ -405,7 +436,7 @@ distributed_result compute_distributed(const std::vector<distributed_worker_inpu
 }
 
 distributed_result combine_distributed(
-    const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers) {
+    const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers, bool keep_records) {
   distributed_result result;
   result.device_info = device_information(workers);
   if (workers.empty()) {
@@ -417,6 +448,7 @@ distributed_result combine_distributed(
   std::stable_sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
 
   std::vector<distributed_worker_result> out;
+  std::vector<const distributed_worker_part*> parts;
   for (const auto* w : sorted) {
     distributed_worker_result r;
     r.worker = w->first;
@@ -429,36 +461,46 @@ distributed_result combine_distributed(
       result.reason = "worker " + w->first + " has no communication";
       return result;
     }
-    if (!out.empty() && part.records.size() != out.front().records.size()) {
+    if (!parts.empty() && part.records.size() != parts.front()->records.size()) {
       result.reason = "workers have different numbers of communication ops";
       return result;
     }
-    r.records = part.records;
     r.overlap = part.overlap;
     r.overlap_all = part.overlap_all;
     out.push_back(std::move(r));
+    parts.push_back(&part);
   }
   // docs/plugin-rules.md#distributed-view real ranges: per record index and range index, the
   // shortest range over workers, aligned to each worker's range end.
-  const std::size_t n_records = out.front().records.size();
-  for (std::size_t i = 0; i < n_records; ++i) {
-    const std::size_t n_ranges = out.front().records[i].ranges.size();
-    for (const auto& w : out) {
-      if (w.records[i].ranges.size() != n_ranges) {
+  const std::vector<comm_record>& front = parts.front()->records;
+  std::vector<std::size_t> first(front.size());
+  std::size_t n_ranges_total = 0;
+  for (std::size_t i = 0; i < front.size(); ++i) {
+    first[i] = n_ranges_total;
+    n_ranges_total += front[i].ranges.size();
+  }
+  std::vector<double> shortest(n_ranges_total, std::numeric_limits<double>::infinity());
+  for (const distributed_worker_part* part : parts) {
+    for (std::size_t i = 0; i < front.size(); ++i) {
+      const std::vector<interval>& ranges = part->records[i].ranges;
+      if (ranges.size() != front[i].ranges.size()) {
         result.reason = "workers have different numbers of communication kernels";
         return result;
       }
-    }
-    for (std::size_t j = 0; j < n_ranges; ++j) {
-      double m = std::numeric_limits<double>::infinity();
-      for (const auto& w : out) m = std::min(m, w.records[i].ranges[j].length());
-      for (auto& w : out) {
-        const interval& k = w.records[i].ranges[j];
-        w.records[i].real_ranges.push_back({k.end - m, k.end});
-      }
+      for (std::size_t j = 0; j < ranges.size(); ++j)
+        shortest[first[i] + j] = std::min(shortest[first[i] + j], ranges[j].length());
     }
   }
-  for (auto& w : out) communication_stats(w);
+  for (std::size_t w = 0; w < out.size(); ++w) {
+    communication_stats(parts[w]->records, first, shortest, out[w]);
+    if (!keep_records) continue;
+    out[w].records = parts[w]->records;
+    for (std::size_t i = 0; i < out[w].records.size(); ++i) {
+      comm_record& r = out[w].records[i];
+      for (std::size_t j = 0; j < r.ranges.size(); ++j)
+        r.real_ranges.push_back({r.ranges[j].end - shortest[first[i] + j], r.ranges[j].end});
+    }
+  }
   result.workers = std::move(out);
   result.available = true;
   return result;

@@ -108,7 +108,9 @@ struct comm_op_row {
 /// Everything the view shows for one worker.
 struct distributed_worker_result {
   std::string worker;
-  std::vector<comm_record> records;    ///< sorted by (start, −end)
+  /// Sorted by (start, −end), with their real ranges; empty when combine_distributed() was told
+  /// not to keep them.
+  std::vector<comm_record> records;
   /// Per kept step, in step order: (step name, bar).
   std::vector<std::pair<std::string, overlap_bar>> overlap;
   /// "all": per-component Σ over steps / number of steps, truncated toward zero.
@@ -168,8 +170,11 @@ struct distributed_worker_part {
 /// The part of one worker (its `worker` name is not needed: combine_distributed() takes it).
 distributed_worker_part prepare_distributed_worker(const distributed_worker_input& worker,
                                                    const distributed_options& options = {});
-/// The view from the parts of every worker of one span, with their worker names.
-distributed_result combine_distributed(const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers);
+/// The view from the parts of every worker of one span, with their worker names. With
+/// `keep_records` false the workers' `records` stay empty (the panels need only the figures made
+/// from them; the server keeps the parts, so it does not copy them).
+distributed_result combine_distributed(const std::vector<std::pair<std::string, const distributed_worker_part*>>& workers,
+                                       bool keep_records = true);
 
 /// Communication records of one worker before the cross-worker steps
 /// (plugin-rules.md#distributed-view): sorted, with steps assigned and bytes counted, real_ranges

@@ -1035,7 +1035,7 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
   // was computed at its load: no model is read here.
   std::vector<std::pair<std::string, const an::distributed_worker_part*>> parts;
   for (std::size_t i = 0; i < inputs.size(); ++i) parts.emplace_back(workers[i], &inputs[i]->distributed);
-  entry->result = an::combine_distributed(parts);
+  entry->result = an::combine_distributed(parts, /*keep_records=*/false);
   slot->entry = entry;
   return entry;
 }
