@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a persisted index file (server/trace_index.hpp) as the server reads it:
-// the header, the section table and the summary, the summary's JSON (summary_from_json) and
+// the header, the section table and the summary, the summary's records (summary_from_bytes) and
 // the model's columns (read_model). The key the server would ask for is taken from the input's
 // own header, and every section's CRC-32 is set right before the file is written, so mutations
 // get past the key and checksum checks to the summary parser and the record checks; a model
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ks::trace_index idx;
   if (idx.open(path, key) != ks::index_status::ok) return 0;
   try {
-    (void)ks::summary_from_json(idx.summary_text());
+    (void)ks::summary_from_bytes(idx.summary_bytes());
   } catch (const std::exception&) {
   }
   an::trace_model m;

@@ -11,9 +11,9 @@
 ///
 /// A rank_summary holds per step the step time, GPU compute (non-communication kernels),
 /// communication (collective kernels), their overlap and data-loading time, and the list of the
-/// rank's collectives (process group, Seq, name, bytes, host launch, kernel start and end). It can
-/// be persisted (rank_summary_to_json / rank_summary_from_json), so a job is analysed without
-/// reloading its traces.
+/// rank's collectives (process group, Seq, name, bytes, host launch, kernel start and end). The
+/// server keeps it in each file's summary and persists it in the index (server/summary.hpp), so a
+/// job is analysed without reloading its traces.
 ///
 /// analyze_job() matches the collectives of all ranks by (process group, Seq) — or, for traces
 /// without Seq, by their order within (process group, collective name) — and derives each rank's
@@ -26,7 +26,6 @@
 
 #include <array>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,13 +72,6 @@ struct rank_summary {
 
 /// The summary of one trace; `overview` must be compute_overview() of `model`.
 rank_summary summarize_rank(const trace_model& model, const overview_result& overview);
-
-/// {"steps": [{"name", "start", "end", "compute", "communication", "overlap", "data_loading"}],
-///  "collectives": [{"group", "group_desc", "name", "seq", "group_size", "bytes", "launch", "start",
-///  "end", "on_device", "step"}]}; numbers are written exactly (doubles round-trip).
-nlohmann::json rank_summary_to_json(const rank_summary& summary);
-/// The inverse of rank_summary_to_json(); throws std::runtime_error naming the bad field.
-rank_summary rank_summary_from_json(const nlohmann::json& j);
 
 /// One rank of the job. `summary` must stay valid during analyze_job().
 struct job_input {

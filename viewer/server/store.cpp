@@ -506,7 +506,7 @@ struct store::impl {
             if (key && !options.cache_dir.empty()) {
               const std::string why = index_note;
               try {
-                write_index(index_file_path(options.cache_dir, key->path), *key, summary_to_json(*sum), p->model);
+                write_index(index_file_path(options.cache_dir, key->path), *key, summary_to_bytes(*sum), p->model);
                 index_note = why.empty() ? "written" : "rebuilt (" + why + ")";
               } catch (const std::exception& e) {
                 index_note = std::string("not written: ") + e.what();
@@ -669,7 +669,7 @@ struct store::impl {
       return nullptr;
     }
     try {
-      auto sum = std::make_shared<file_summary>(summary_from_json(idx.summary_text()));
+      auto sum = std::make_shared<file_summary>(summary_from_bytes(idx.summary_bytes()));
       sum->generation = next_generation();
       note = "read";
       return sum;
@@ -1160,7 +1160,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     const index_status st = idx.open(out.index_file, *key);
     if (st == index_status::ok) {
       try {
-        summary_from_json(idx.summary_text());
+        summary_from_bytes(idx.summary_bytes());
         out.ok = out.up_to_date = true;
         return out;
       } catch (const std::exception& e) {
@@ -1181,7 +1181,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     }
     p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     const file_summary sum = store::impl::make_summary(*p, store_options{}.max_summary_body_bytes);
-    write_index(out.index_file, *key, summary_to_json(sum), p->model);
+    write_index(out.index_file, *key, summary_to_bytes(sum), p->model);
     out.ok = true;
   } catch (const std::exception& e) {
     out.error = path + ": " + e.what();

@@ -1,9 +1,16 @@
 // SPDX-License-Identifier: BSD-3-Clause
 /// @file summary.cpp
-/// file_summary's JSON form (the index's summary section).
+/// file_summary's persisted form (the index's summary section): see summary.hpp for the layout.
 #include "server/summary.hpp"
 
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <limits>
 #include <stdexcept>
+#include <type_traits>
+#include <unordered_map>
 
 #include "nlohmann/json.hpp"
 #include "server/device_json.hpp"
@@ -14,56 +21,107 @@ namespace {
 namespace an = kinetoscope::analysis;
 using json = nlohmann::json;
 
+constexpr char summary_magic[8] = {'K', 'S', 'S', 'U', 'M', 'M', '0', '1'};
+constexpr std::uint32_t no_string = std::numeric_limits<std::uint32_t>::max();
+
 json bar_json(const an::overlap_bar& b) { return {b.computation, b.overlap, b.communication, b.other}; }
 an::overlap_bar bar_of(const json& j) {
   return {j.at(0).get<double>(), j.at(1).get<double>(), j.at(2).get<double>(), j.at(3).get<double>()};
 }
 
-json intervals_json(const std::vector<an::interval>& v) {
-  json out = json::array();
-  for (const an::interval& i : v) out.push_back({i.start, i.end});
-  return out;
-}
-std::vector<an::interval> intervals_of(const json& j) {
-  std::vector<an::interval> out;
-  for (const auto& i : j) out.push_back({i.at(0).get<double>(), i.at(1).get<double>()});
-  return out;
-}
-
-json part_json(const an::distributed_worker_part& p) {
-  json records = json::array();
-  for (const an::comm_record& r : p.records)
-    records.push_back({r.name, r.external_id, r.start, r.end, intervals_json(r.ranges), intervals_json(r.real_ranges),
-                       r.step ? json(*r.step) : json(nullptr), r.bytes});
-  json overlap = json::array();
-  for (const auto& [step, bar] : p.overlap) overlap.push_back({step, bar_json(bar)});
-  return {{"devices", devices_json(p.devices)},
-          {"used_devices", p.used_devices},
-          {"records", std::move(records)},
-          {"overlap", std::move(overlap)},
-          {"overlap_all", bar_json(p.overlap_all)}};
-}
-
-an::distributed_worker_part part_of(const json& j) {
-  an::distributed_worker_part p;
-  p.devices = devices_of(j.at("devices"));
-  p.used_devices = j.at("used_devices").get<std::set<std::int64_t>>();
-  for (const auto& r : j.at("records")) {
-    an::comm_record c;
-    c.name = r.at(0).get<std::string>();
-    c.external_id = r.at(1).get<std::int64_t>();
-    c.start = r.at(2).get<double>();
-    c.end = r.at(3).get<double>();
-    c.ranges = intervals_of(r.at(4));
-    c.real_ranges = intervals_of(r.at(5));
-    if (!r.at(6).is_null()) c.step = r.at(6).get<std::string>();
-    c.bytes = r.at(7).get<std::int64_t>();
-    p.records.push_back(std::move(c));
+/// Appends fixed-size little-endian values and interned strings.
+class writer {
+ public:
+  template <class T>
+  void put(T v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const std::size_t at = out_.size();
+    out_.resize(at + sizeof(T));
+    std::memcpy(out_.data() + at, &v, sizeof(T));
   }
-  for (const auto& o : j.at("overlap")) p.overlap.emplace_back(o.at(0).get<std::string>(), bar_of(o.at(1)));
-  p.overlap_all = bar_of(j.at("overlap_all"));
-  return p;
-}
+  void put_text(std::string_view s) {
+    put(static_cast<std::uint64_t>(s.size()));
+    out_.append(s);
+  }
+  /// The id of `s` in the string table (written by finish()).
+  std::uint32_t id(const std::string& s) {
+    auto [it, inserted] = ids_.try_emplace(s, static_cast<std::uint32_t>(strings_.size()));
+    if (inserted) strings_.push_back(&it->first);
+    return it->second;
+  }
+  /// The table, then the records written so far.
+  std::string finish(std::string head) {
+    writer table;
+    table.put(static_cast<std::uint64_t>(strings_.size()));
+    for (const std::string* s : strings_) table.put_text(*s);
+    return std::move(head) + table.out_ + out_;
+  }
+  std::string& bytes() { return out_; }
+
+ private:
+  std::string out_;
+  std::unordered_map<std::string, std::uint32_t> ids_;
+  std::vector<const std::string*> strings_;
+};
+
+/// Reads what writer wrote; every read is bounds-checked and throws std::runtime_error.
+class reader {
+ public:
+  explicit reader(std::string_view b) : b_(b) {}
+  template <class T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return v;
+  }
+  double finite() {
+    const double v = get<double>();
+    if (!std::isfinite(v)) throw std::runtime_error("a time is not finite");
+    return v;
+  }
+  std::string_view text() {
+    const auto n = get<std::uint64_t>();
+    need(n);
+    const std::string_view s = b_.substr(at_, static_cast<std::size_t>(n));
+    at_ += static_cast<std::size_t>(n);
+    return s;
+  }
+  /// A record count, refused when the bytes left cannot hold that many of `min_bytes` each
+  /// (so a corrupt count never asks for a huge allocation).
+  std::size_t count(std::size_t min_bytes) {
+    const auto n = get<std::uint64_t>();
+    if (n > (b_.size() - at_) / min_bytes) throw std::runtime_error("a record count is larger than the section");
+    return static_cast<std::size_t>(n);
+  }
+  void read_strings() {
+    const std::size_t n = count(sizeof(std::uint64_t));
+    strings_.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) strings_.emplace_back(text());
+  }
+  const std::string& str(std::uint32_t id) const {
+    if (id >= strings_.size()) throw std::runtime_error("a string id is out of range");
+    return strings_[id];
+  }
+  bool done() const noexcept { return at_ == b_.size(); }
+
+ private:
+  void need(std::uint64_t n) const {
+    if (n > b_.size() - at_) throw std::runtime_error("the section ends inside a record");
+  }
+  std::string_view b_;
+  std::size_t at_ = 0;
+  std::vector<std::string> strings_;
+};
+
+// Smallest encoded record sizes (count() checks).
+constexpr std::size_t body_min = 2 * sizeof(std::uint64_t);
+constexpr std::size_t comm_min = 4 + 8 + 8 + 8 + 4 + 8 + 4;
+constexpr std::size_t interval_bytes = 16;
+constexpr std::size_t step_min = 4 + 6 * 8;
+constexpr std::size_t collective_min = 3 * 4 + 3 * 8 + 3 * 8 + 1 + 4;
 
 }  // namespace
 
@@ -80,7 +138,8 @@ std::size_t file_summary::bytes() const noexcept {
   return n;
 }
 
-std::string summary_to_json(const file_summary& s) {
+std::string summary_to_bytes(const file_summary& s) {
+  // The small, irregular part as JSON.
   json j;
   j["file_bytes"] = s.file_bytes;
   j["load_seconds"] = s.load_seconds;
@@ -92,16 +151,67 @@ std::string summary_to_json(const file_summary& s) {
                       {"text_bytes", s.diagnostics.text_bytes}};
   j["views"] = {s.kernel_view, s.memory_view, s.module_view};
   j["timeline_error"] = s.timeline_error;
-  j["bodies"] = s.bodies;
-  j["distributed"] = part_json(s.distributed);
-  j["rank"] = an::rank_summary_to_json(s.rank);
+  json overlap = json::array();
+  for (const auto& [step, bar] : s.distributed.overlap) overlap.push_back({step, bar_json(bar)});
+  j["distributed"] = {{"devices", devices_json(s.distributed.devices)},
+                      {"used_devices", s.distributed.used_devices},
+                      {"overlap", std::move(overlap)},
+                      {"overlap_all", bar_json(s.distributed.overlap_all)}};
   j["rank_id"] = s.rank_id;
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  writer head;
+  head.bytes().append(summary_magic, sizeof(summary_magic));
+  head.put_text(j.dump(-1, ' ', false, json::error_handler_t::replace));
+
+  // The bodies and the per-record parts as records (they are most of the bytes).
+  writer w;
+  w.put(static_cast<std::uint64_t>(s.bodies.size()));
+  for (const auto& [key, body] : s.bodies) {
+    w.put_text(key);
+    w.put_text(body);
+  }
+  w.put(static_cast<std::uint64_t>(s.distributed.records.size()));
+  for (const an::comm_record& r : s.distributed.records) {
+    w.put(w.id(r.name));
+    w.put(r.external_id);
+    w.put(r.start);
+    w.put(r.end);
+    w.put(r.step ? w.id(*r.step) : no_string);
+    w.put(r.bytes);
+    // (real_ranges are made across workers by combine_distributed(): a part has none.)
+    w.put(static_cast<std::uint32_t>(r.ranges.size()));
+    for (const an::interval& i : r.ranges) {
+      w.put(i.start);
+      w.put(i.end);
+    }
+  }
+  w.put(static_cast<std::uint64_t>(s.rank.steps.size()));
+  for (const an::rank_step& r : s.rank.steps) {
+    w.put(w.id(r.name));
+    for (double v : {r.start, r.end, r.compute, r.communication, r.overlap, r.data_loading}) w.put(v);
+  }
+  w.put(static_cast<std::uint64_t>(s.rank.collectives.size()));
+  for (const an::rank_collective& c : s.rank.collectives) {
+    w.put(w.id(c.group));
+    w.put(w.id(c.group_desc));
+    w.put(w.id(c.name));
+    w.put(c.seq);
+    w.put(c.group_size);
+    w.put(c.bytes);
+    w.put(c.launch);
+    w.put(c.start);
+    w.put(c.end);
+    w.put(static_cast<std::uint8_t>(c.on_device ? 1 : 0));
+    w.put(c.step);
+  }
+  return w.finish(std::move(head.bytes()));
 }
 
-file_summary summary_from_json(std::string_view text) {
+file_summary summary_from_bytes(std::string_view bytes) {
   try {
-    const json j = json::parse(text);
+    if (bytes.size() < sizeof(summary_magic) || std::memcmp(bytes.data(), summary_magic, sizeof(summary_magic)) != 0)
+      throw std::runtime_error("not a summary");
+    reader r(bytes.substr(sizeof(summary_magic)));
+    const json j = json::parse(r.text());
     file_summary s;
     s.file_bytes = j.at("file_bytes").get<std::uint64_t>();
     s.load_seconds = j.at("load_seconds").get<double>();
@@ -117,13 +227,65 @@ file_summary summary_from_json(std::string_view text) {
     s.memory_view = v.at(1).get<bool>();
     s.module_view = v.at(2).get<bool>();
     s.timeline_error = j.at("timeline_error").get<std::string>();
-    s.bodies = j.at("bodies").get<std::map<std::string, std::string>>();
-    s.distributed = part_of(j.at("distributed"));
-    s.rank = an::rank_summary_from_json(j.at("rank"));
+    const json& dist = j.at("distributed");
+    s.distributed.devices = devices_of(dist.at("devices"));
+    s.distributed.used_devices = dist.at("used_devices").get<std::set<std::int64_t>>();
+    for (const auto& o : dist.at("overlap")) s.distributed.overlap.emplace_back(o.at(0).get<std::string>(), bar_of(o.at(1)));
+    s.distributed.overlap_all = bar_of(dist.at("overlap_all"));
     s.rank_id = j.at("rank_id").get<std::int64_t>();
+
+    r.read_strings();
+    for (std::size_t i = 0, n = r.count(body_min); i < n; ++i) {
+      std::string key(r.text());
+      std::string body(r.text());
+      if (!s.bodies.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a body is repeated");
+    }
+    const std::size_t n_records = r.count(comm_min);
+    s.distributed.records.resize(n_records);
+    for (an::comm_record& c : s.distributed.records) {
+      c.name = r.str(r.get<std::uint32_t>());
+      c.external_id = r.get<std::int64_t>();
+      c.start = r.finite();
+      c.end = r.finite();
+      const auto step = r.get<std::uint32_t>();
+      if (step != no_string) c.step = r.str(step);
+      c.bytes = r.get<std::int64_t>();
+      const auto n_ranges = r.get<std::uint32_t>();
+      c.ranges.reserve(std::min<std::size_t>(n_ranges, 64));
+      for (std::uint32_t k = 0; k < n_ranges; ++k) {
+        const double start = r.finite();
+        c.ranges.push_back({start, r.finite()});
+      }
+    }
+    s.rank.steps.resize(r.count(step_min));
+    for (an::rank_step& st : s.rank.steps) {
+      st.name = r.str(r.get<std::uint32_t>());
+      for (double* f : {&st.start, &st.end, &st.compute, &st.communication, &st.overlap, &st.data_loading}) *f = r.finite();
+    }
+    s.rank.collectives.resize(r.count(collective_min));
+    for (an::rank_collective& c : s.rank.collectives) {
+      c.group = r.str(r.get<std::uint32_t>());
+      c.group_desc = r.str(r.get<std::uint32_t>());
+      c.name = r.str(r.get<std::uint32_t>());
+      c.seq = r.get<std::int64_t>();
+      c.group_size = r.get<std::int64_t>();
+      c.bytes = r.get<std::int64_t>();
+      c.launch = r.finite();
+      c.start = r.finite();
+      c.end = r.finite();
+      const auto on_device = r.get<std::uint8_t>();
+      if (on_device > 1) throw std::runtime_error("a collective's on_device is not a bool");
+      c.on_device = on_device == 1;
+      c.step = r.get<std::int32_t>();
+      if (c.step < -1 || c.step >= static_cast<std::int32_t>(s.rank.steps.size()))
+        throw std::runtime_error("a collective's step is out of range");
+    }
+    if (!r.done()) throw std::runtime_error("bytes after the last record");
     s.from_index = true;
     return s;
   } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("the summary is unreadable: ") + e.what());
+  } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("the summary is unreadable: ") + e.what());
   }
 }

@@ -47,10 +47,23 @@ struct file_summary {
   std::size_t bytes() const noexcept;
 };
 
-/// The summary as JSON text (for the index).
-std::string summary_to_json(const file_summary& s);
-/// Reads a summary written by summary_to_json(); throws std::runtime_error when the text is
-/// not one (the index is then treated as corrupt). `generation` is left 0.
-file_summary summary_from_json(std::string_view text);
+/// The summary as bytes (the index's summary section), little-endian:
+///
+///     "KSSUMM01", u64 n + n bytes of JSON (the small, irregular fields: diagnostics, view
+///     flags, devices, overlap bars, rank id), u64 n + n strings (u64 length + bytes: the string
+///     table), u64 n + n bodies (key, text), u64 n + n communication records (u32 name, i64
+///     external id, f64 start, end, u32 step or 0xffffffff, i64 bytes, u32 n + n (f64, f64)
+///     ranges), u64 n + n rank steps (u32 name, six f64), u64 n + n rank collectives (u32 group,
+///     description, name, i64 seq, group size, bytes, f64 launch, start, end, u8 on device,
+///     i32 step).
+///
+/// Strings are ids into the table. The per-record parts are most of a rank's summary (a
+/// collective per NCCL call): records read without a JSON parser make a warm start of hundreds
+/// of ranks a matter of the disk.
+std::string summary_to_bytes(const file_summary& s);
+/// Reads a summary written by summary_to_bytes(); throws std::runtime_error when the bytes are
+/// not one (a count larger than the bytes, an id, enum or step out of range, a time not finite,
+/// bytes left over: the index is then treated as corrupt). `generation` is left 0.
+file_summary summary_from_bytes(std::string_view bytes);
 
 }  // namespace kinetoscope::server

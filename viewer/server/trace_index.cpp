@@ -250,7 +250,7 @@ std::string_view index_status_name(index_status s) noexcept {
   return "unknown";
 }
 
-void write_index(const std::string& file, const index_key& key, std::string_view summary_json,
+void write_index(const std::string& file, const index_key& key, std::string_view summary,
                  const an::trace_model& model) {
   // The strings as offsets + one blob.
   std::vector<std::uint64_t> offsets;
@@ -268,7 +268,7 @@ void write_index(const std::string& file, const index_key& key, std::string_view
   }
   const std::string misc = model_misc(model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::vector<std::pair<std::uint32_t, std::string_view>> parts = {
-      {s_summary, summary_json},
+      {s_summary, summary},
       {s_string_offsets, column_bytes(offsets)},
       {s_string_blob, blob},
       {s_events, column_bytes(model.events)},

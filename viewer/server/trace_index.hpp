@@ -12,8 +12,8 @@
 ///              total file bytes, section count, source path length
 ///     path     the absolute path of the trace (the key; a hash collision is a miss)
 ///     table    per section: kind, offset, size, CRC-32
-///     sections each aligned to 64 bytes: the summary (JSON text: the per-file summary the
-///              server keeps resident) and the model's columns (trace_model's vectors of
+///     sections each aligned to 64 bytes: the summary (summary_to_bytes(): the per-file
+///              summary the server keeps resident) and the model's columns (trace_model's vectors of
 ///              trivially copyable records, byte for byte; strings as offsets + one blob;
 ///              the rest as JSON)
 ///
@@ -30,7 +30,7 @@
 /// const auto key = index_key_of("/logs/run/w.pt.trace.json");   // stat()s the trace
 /// trace_index idx;
 /// if (key && idx.open(index_file_path(cache, key->path), *key) == index_status::ok) {
-///   std::string summary = idx.summary_text();
+///   file_summary summary = summary_from_bytes(idx.summary_bytes());
 ///   analysis::trace_model model;
 ///   if (idx.read_model(model)) use(model);
 /// }
@@ -48,7 +48,7 @@ namespace kinetoscope::server {
 
 /// Bumped whenever the layout, the model's records or what the summary holds (the views'
 /// numbers) change: an index written by another version is rebuilt, never read.
-inline constexpr std::uint32_t index_format_version = 2;
+inline constexpr std::uint32_t index_format_version = 3;
 
 /// What identifies the trace an index was made from.
 struct index_key {
@@ -80,10 +80,10 @@ enum class index_status : std::uint8_t {
 /// "ok", "missing", "unreadable", "foreign", "version", "stale", "truncated", "corrupt".
 std::string_view index_status_name(index_status s) noexcept;
 
-/// Writes the index of `model` with `summary_json` into `file` (creating its folder):
+/// Writes the index of `model` with `summary` into `file` (creating its folder):
 /// a temporary file in the same folder, then rename(). Throws std::runtime_error on failure
 /// (the old index, if any, is left as it was).
-void write_index(const std::string& file, const index_key& key, std::string_view summary_json,
+void write_index(const std::string& file, const index_key& key, std::string_view summary,
                  const analysis::trace_model& model);
 
 /// One opened index (its descriptor, closed by the destructor).
@@ -100,8 +100,8 @@ class trace_index {
   /// Why open() or read_model() failed, in words.
   const std::string& error() const noexcept { return error_; }
 
-  /// The summary's JSON text (read and checked by open()).
-  const std::string& summary_text() const noexcept { return summary_; }
+  /// The summary section's bytes (read and checked by open()).
+  const std::string& summary_bytes() const noexcept { return summary_; }
   /// Copies the model's columns into `model` after checking their checksums and every
   /// record's fields; false (error() says why, `model` unspecified) when the index is corrupt.
   bool read_model(analysis::trace_model& model);
