@@ -10,9 +10,10 @@
 ///
 /// Both print whether the stragglers reported are exactly the injected ones.
 ///
-/// Usage: bench_job [--quick] [--ranks N] [--mb N] [--no-keep]
+/// Usage: bench_job [--quick] [--ranks N] [--mb N] [--no-keep] [--keep-cache] [--warm-only]
 ///   --quick: 16 ranks x 5 MB. The job stays in $TMPDIR/kinetoscope_bench_job_<N>x<M> for the next
-///   run unless --no-keep.
+///   run unless --no-keep; --keep-cache keeps its indexes too, and --warm-only then measures the
+///   warm start alone (for profiling it).
 
 #include <unistd.h>
 
@@ -143,6 +144,8 @@ int main(int argc, char** argv) {
   int ranks = 256;
   double mb = 50;
   bool keep = true;
+  bool keep_cache = false;
+  bool warm_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") {
@@ -154,8 +157,12 @@ int main(int argc, char** argv) {
       mb = std::atof(argv[++i]);
     } else if (a == "--no-keep") {
       keep = false;
+    } else if (a == "--keep-cache") {
+      keep_cache = true;
+    } else if (a == "--warm-only") {
+      warm_only = true;
     } else {
-      std::fprintf(stderr, "usage: bench_job [--quick] [--ranks N] [--mb N] [--no-keep]\n");
+      std::fprintf(stderr, "usage: bench_job [--quick] [--ranks N] [--mb N] [--no-keep] [--keep-cache] [--warm-only]\n");
       return 2;
     }
   }
@@ -180,10 +187,13 @@ int main(int argc, char** argv) {
                 steps, static_cast<double>(rep.bytes) / 1e6, static_cast<unsigned long long>(rep.collectives_per_rank));
   }
   const std::set<finding> expected = injected(o, steps);
-  fs::remove_all(cache);
-  int rc = in_child("bench_job", [&] { return serve_job(logdir, cache, "cold", 60, expected); });
+  int rc = 0;
+  if (!warm_only) {
+    fs::remove_all(cache);
+    rc |= in_child("bench_job", [&] { return serve_job(logdir, cache, "cold", 60, expected); });
+  }
   rc |= in_child("bench_job", [&] { return serve_job(logdir, cache, "warm", 2, expected); });
-  fs::remove_all(cache);
+  if (!keep_cache) fs::remove_all(cache);
   if (!keep) fs::remove_all(root);
   return rc;
 }

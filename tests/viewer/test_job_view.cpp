@@ -233,8 +233,8 @@ TEST_CASE("job view: 256 ranks analyse quickly") {
       s.steps.push_back({std::to_string(k), t0, t0 + 40'000, compute, 9'000, 3'000, 2'000 + noise});
       for (std::size_t c = 0; c < per_step; ++c) {
         rank_collective rc;
-        rc.group = "0";
-        rc.name = "allreduce";
+        rc.group = s.intern("0");
+        rc.name = s.intern("allreduce");
         rc.seq = static_cast<std::int64_t>(k * per_step + c);
         rc.group_size = ranks;
         rc.launch = t0 + 5'000 + static_cast<double>(c) * 5'000;
@@ -262,8 +262,8 @@ TEST_CASE("job view: a (group, Seq) seen twice on one rank is one arrival (coale
     rank_summary s;
     s.steps.push_back({"1", 0, 1000, 500, 100, 0, 10});
     rank_collective c;
-    c.group = "0";
-    c.name = "allreduce";
+    c.group = s.intern("0");
+    c.name = s.intern("allreduce");
     c.seq = 7;
     c.group_size = 3;
     c.launch = 100;

@@ -238,69 +238,65 @@ void overlap_bars(const role_ranges& roles, const std::vector<distributed_step>&
 /// worker's records and the shortest length over the workers of each (record, range):
 /// `shortest[first[i] + j]` for range j of record i. Each real range is that length aligned to the
 /// range's end (#distributed-view); it is made here, so the records are read, never copied.
-void communication_stats(const std::vector<comm_record>& records, const std::vector<std::size_t>& first,
+void communication_stats(const packed_comm_records& p, const std::vector<std::size_t>& first,
                          const std::vector<double>& shortest, distributed_worker_result& out) {
-  std::vector<std::pair<std::optional<std::string>, std::pair<interval_list, interval_list>>> per_step;
+  struct step_acc {
+    std::uint32_t step = 0;
+    interval_list ranges;
+    interval_list real;
+  };
   struct op_acc {
+    std::uint32_t name = 0;
     std::int64_t calls = 0;
     std::int64_t bytes = 0;
     interval_list ranges;
     interval_list real;
   };
-  std::vector<std::pair<std::string, op_acc>> per_op;
-  // Keys in first-seen order; records of one step come together (sorted by start), so the last
-  // key is checked before the maps.
-  std::unordered_map<std::string, std::size_t> step_index;
-  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
-  std::size_t no_step = none;  // the key of records outside every step, once seen
-  std::size_t last_step = 0;
-  std::unordered_map<std::string, std::size_t> op_index;
-  for (std::size_t i = 0; i < records.size(); ++i) {
-    const comm_record& r = records[i];
-    std::size_t s = 0;
-    if (!per_step.empty() && per_step[last_step].first == r.step) {
-      s = last_step;
-    } else if (!r.step) {
-      if (no_step == none) {
-        no_step = per_step.size();
-        per_step.emplace_back(std::nullopt, std::pair<interval_list, interval_list>{});
-      }
-      s = no_step;
-    } else {
-      auto [it, inserted] = step_index.try_emplace(*r.step, per_step.size());
-      if (inserted) per_step.emplace_back(r.step, std::pair<interval_list, interval_list>{});
-      s = it->second;
+  // Keys in first-seen order; the packed ids index the slots (steps.size() is no_step's).
+  constexpr std::size_t unseen = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> step_slot(p.steps.size() + 1, unseen);
+  std::vector<std::size_t> op_slot(p.names.size(), unseen);
+  std::vector<step_acc> per_step;
+  std::vector<op_acc> per_op;
+  for (std::size_t i = 0; i < p.records.size(); ++i) {
+    const packed_comm_records::record& r = p.records[i];
+    const std::size_t step_id = r.step == packed_comm_records::no_step ? p.steps.size() : r.step;
+    if (step_slot[step_id] == unseen) {
+      step_slot[step_id] = per_step.size();
+      per_step.push_back({r.step, {}, {}});
     }
-    last_step = s;
-    auto [o, new_op] = op_index.try_emplace(r.name, per_op.size());
-    if (new_op) per_op.emplace_back(r.name, op_acc{});
-    op_acc& acc = per_op[o->second].second;
-    auto& lists = per_step[s].second;
+    if (op_slot[r.name] == unseen) {
+      op_slot[r.name] = per_op.size();
+      per_op.push_back({r.name, 0, 0, {}, {}});
+    }
+    step_acc& st = per_step[step_slot[step_id]];
+    op_acc& acc = per_op[op_slot[r.name]];
     acc.calls += 1;
     acc.bytes += r.bytes;
-    for (std::size_t j = 0; j < r.ranges.size(); ++j) {
-      const interval& k = r.ranges[j];
+    for (std::uint32_t j = 0; j < r.range_count; ++j) {
+      const interval& k = p.ranges[r.first_range + j];
       const interval real{k.end - shortest[first[i] + j], k.end};
-      lists.first.push_back(k);
-      lists.second.push_back(real);
+      st.ranges.push_back(k);
+      st.real.push_back(real);
       acc.ranges.push_back(k);
       acc.real.push_back(real);
     }
   }
   wait_bar sum;
-  for (auto& [step, lists] : per_step) {
-    const double total = total_length(merge_intervals(std::move(lists.first)));
-    const double transfer = total_length(merge_intervals(std::move(lists.second)));
+  for (step_acc& st : per_step) {
+    const double total = total_length(merge_intervals(std::move(st.ranges)));
+    const double transfer = total_length(merge_intervals(std::move(st.real)));
     const wait_bar bar{transfer, total - transfer};
     sum.transfer += bar.transfer;
     sum.synchronizing += bar.synchronizing;
-    out.wait.emplace_back(step, bar);
+    out.wait.emplace_back(st.step == packed_comm_records::no_step ? std::nullopt : std::optional<std::string>(p.steps[st.step]),
+                          bar);
   }
   const double n = static_cast<double>(std::max<std::size_t>(1, per_step.size()));
   out.wait_all = {std::trunc(sum.transfer / n), std::trunc(sum.synchronizing / n)};
-  for (auto& [name, acc] : per_op) {
+  for (op_acc& acc : per_op) {
     comm_op_row row;
-    row.name = name;
+    row.name = p.names[acc.name];
     row.calls = acc.calls;
     const double calls = static_cast<double>(acc.calls);
     row.total_size_bytes = acc.bytes;
@@ -314,6 +310,56 @@ void communication_stats(const std::vector<comm_record>& records, const std::vec
 }
 
 }  // namespace
+
+std::size_t packed_comm_records::heap_bytes() const noexcept {
+  std::size_t n = records.capacity() * sizeof(record) + ranges.capacity() * sizeof(interval);
+  for (const auto* list : {&names, &steps})
+    for (const std::string& t : *list) n += sizeof(std::string) + t.capacity();
+  return n;
+}
+
+packed_comm_records packed_comm_records::pack(const std::vector<comm_record>& list) {
+  packed_comm_records p;
+  std::unordered_map<std::string, std::uint32_t> name_ids, step_ids;
+  const auto id = [](std::unordered_map<std::string, std::uint32_t>& ids, std::vector<std::string>& out,
+                     const std::string& s) {
+    auto [it, inserted] = ids.try_emplace(s, static_cast<std::uint32_t>(out.size()));
+    if (inserted) out.push_back(s);
+    return it->second;
+  };
+  p.records.reserve(list.size());
+  for (const comm_record& c : list) {
+    record r;
+    r.name = id(name_ids, p.names, c.name);
+    r.step = c.step ? id(step_ids, p.steps, *c.step) : no_step;
+    r.external_id = c.external_id;
+    r.start = c.start;
+    r.end = c.end;
+    r.bytes = c.bytes;
+    r.first_range = static_cast<std::uint32_t>(p.ranges.size());
+    r.range_count = static_cast<std::uint32_t>(c.ranges.size());
+    p.ranges.insert(p.ranges.end(), c.ranges.begin(), c.ranges.end());
+    p.records.push_back(r);
+  }
+  return p;
+}
+
+std::vector<comm_record> packed_comm_records::unpack() const {
+  std::vector<comm_record> out;
+  out.reserve(records.size());
+  for (const record& r : records) {
+    comm_record c;
+    c.name = names[r.name];
+    c.external_id = r.external_id;
+    c.start = r.start;
+    c.end = r.end;
+    c.ranges.assign(ranges.begin() + r.first_range, ranges.begin() + r.first_range + r.range_count);
+    if (r.step != no_step) c.step = steps[r.step];
+    c.bytes = r.bytes;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
 
 std::int64_t comm_type_bytes(std::string_view type) noexcept {
   if (type == "long int") return 8;
@@ -411,13 +457,11 @@ distributed_worker_part prepare_distributed_worker(const distributed_worker_inpu
   part.used_devices = w.used_devices;
   // The records first: a worker without any (most single traces) is answered without the
   // role ranges.
-  part.records = communication_records(*w.model, w.steps, options);
-  if (part.records.empty()) return part;
+  const std::vector<comm_record> records = communication_records(*w.model, w.steps, options);
+  if (records.empty()) return part;
   const role_ranges roles = compute_role_ranges(*w.model, to_overview_options(options));
-  if (roles[step_role::communication].empty()) {
-    part.records.clear();
-    return part;
-  }
+  if (roles[step_role::communication].empty()) return part;
+  part.records = packed_comm_records::pack(records);
   distributed_worker_result r;
   overlap_bars(roles, w.steps, r);
   part.overlap = std::move(r.overlap);
@@ -472,29 +516,30 @@ distributed_result combine_distributed(
   }
   // docs/plugin-rules.md#distributed-view real ranges: per record index and range index, the
   // shortest range over workers, aligned to each worker's range end.
-  const std::vector<comm_record>& front = parts.front()->records;
+  const packed_comm_records& front = parts.front()->records;
   std::vector<std::size_t> first(front.size());
   std::size_t n_ranges_total = 0;
   for (std::size_t i = 0; i < front.size(); ++i) {
     first[i] = n_ranges_total;
-    n_ranges_total += front[i].ranges.size();
+    n_ranges_total += front.records[i].range_count;
   }
   std::vector<double> shortest(n_ranges_total, std::numeric_limits<double>::infinity());
   for (const distributed_worker_part* part : parts) {
+    const packed_comm_records& p = part->records;
     for (std::size_t i = 0; i < front.size(); ++i) {
-      const std::vector<interval>& ranges = part->records[i].ranges;
-      if (ranges.size() != front[i].ranges.size()) {
+      const packed_comm_records::record& r = p.records[i];
+      if (r.range_count != front.records[i].range_count) {
         result.reason = "workers have different numbers of communication kernels";
         return result;
       }
-      for (std::size_t j = 0; j < ranges.size(); ++j)
-        shortest[first[i] + j] = std::min(shortest[first[i] + j], ranges[j].length());
+      for (std::uint32_t j = 0; j < r.range_count; ++j)
+        shortest[first[i] + j] = std::min(shortest[first[i] + j], p.ranges[r.first_range + j].length());
     }
   }
   for (std::size_t w = 0; w < out.size(); ++w) {
     communication_stats(parts[w]->records, first, shortest, out[w]);
     if (!keep_records) continue;
-    out[w].records = parts[w]->records;
+    out[w].records = parts[w]->records.unpack();
     for (std::size_t i = 0; i < out[w].records.size(); ++i) {
       comm_record& r = out[w].records[i];
       for (std::size_t j = 0; j < r.ranges.size(); ++j)

@@ -159,11 +159,42 @@ distributed_result compute_distributed(const std::vector<distributed_worker_inpu
 
 /// What one worker contributes to the view, computed from its trace alone (at load time, so
 /// the view of hundreds of workers is combined from these without any of their models).
+/// One worker's communication records packed to stay resident (the server keeps every
+/// worker's part; a rank of a big job has one record per collective): names and step names
+/// once each, fixed-size records, the ranges in one vector. Real ranges are not kept (they
+/// are made across workers by combine_distributed()).
+struct packed_comm_records {
+  static constexpr std::uint32_t no_step = 0xffffffffu;
+  struct record {
+    std::uint32_t name = 0;          ///< index into names
+    std::uint32_t step = no_step;    ///< index into steps; no_step = outside every kept step
+    std::int64_t external_id = 0;
+    double start = 0;
+    double end = 0;
+    std::int64_t bytes = 0;
+    std::uint32_t first_range = 0;   ///< index into ranges
+    std::uint32_t range_count = 0;
+    friend bool operator==(const record&, const record&) = default;
+  };
+  std::vector<std::string> names;
+  std::vector<std::string> steps;
+  std::vector<record> records;       ///< in the order of comm_record lists (sorted by (start, −end))
+  std::vector<interval> ranges;
+
+  std::size_t size() const noexcept { return records.size(); }
+  bool empty() const noexcept { return records.empty(); }
+  std::size_t heap_bytes() const noexcept;
+  static packed_comm_records pack(const std::vector<comm_record>& list);
+  /// The records as comm_record (real_ranges empty).
+  std::vector<comm_record> unpack() const;
+  friend bool operator==(const packed_comm_records&, const packed_comm_records&) = default;
+};
+
 struct distributed_worker_part {
   std::vector<device_info> devices;      ///< trace_model::devices
   std::set<std::int64_t> used_devices;   ///< distributed_worker_input::used_devices
   /// Empty when the worker has no communication (then `overlap` is empty too).
-  std::vector<comm_record> records;
+  packed_comm_records records;
   std::vector<std::pair<std::string, overlap_bar>> overlap;
   overlap_bar overlap_all;
 };

@@ -30,11 +30,11 @@ const collective_args* collective_of(const trace_model& m, const event& e) {
   return index < m.collectives.size() ? &m.collectives[index] : nullptr;
 }
 
-rank_collective make_collective(const trace_model& m, const collective_args& a) {
+rank_collective make_collective(const trace_model& m, const collective_args& a, rank_summary& out) {
   rank_collective c;
-  c.group = m.str(a.group_name);
-  c.group_desc = m.str(a.group_desc);
-  c.name = m.str(a.name);
+  c.group = out.intern(m.str(a.group_name));
+  c.group_desc = out.intern(m.str(a.group_desc));
+  c.name = out.intern(m.str(a.name));
   c.seq = a.seq;
   c.group_size = a.group_size;
   c.bytes = std::max(a.in_nelems, a.out_nelems) * collective_dtype_bytes(m.str(a.dtype));
@@ -95,6 +95,14 @@ std::string_view straggler_cause_name(straggler_cause c) noexcept {
 // ---------------------------------------------------------------------------------------------
 // Per rank
 
+std::uint32_t rank_summary::intern(std::string_view s) {
+  // A rank has a handful of distinct texts: a scan beats a hash map.
+  for (std::size_t i = 0; i < strings.size(); ++i)
+    if (strings[i] == s) return static_cast<std::uint32_t>(i);
+  strings.emplace_back(s);
+  return static_cast<std::uint32_t>(strings.size() - 1);
+}
+
 rank_summary summarize_rank(const trace_model& model, const overview_result& overview) {
   rank_summary out;
   interval_list compute, comm, loading;
@@ -115,7 +123,7 @@ rank_summary summarize_rank(const trace_model& model, const overview_result& ove
     if (e.type != event_type::op && e.type != event_type::user_annotation && e.type != event_type::python) continue;
     if (is_data_loader_name(model.str(e.name))) loading.push_back({e.ts, e.end()});
     if (const collective_args* a = collective_of(model, e)) {
-      rank_collective c = make_collective(model, *a);
+      rank_collective c = make_collective(model, *a, out);
       c.launch = c.start = e.ts;
       c.end = e.end();
       if (e.external_id != 0) by_external.emplace(e.external_id, out.collectives.size());
@@ -134,7 +142,7 @@ rank_summary summarize_rank(const trace_model& model, const overview_result& ove
       c.on_device = true;
       continue;
     }
-    rank_collective c = make_collective(model, *a);
+    rank_collective c = make_collective(model, *a, out);
     c.launch = c.start = e->ts;
     c.end = e->end();
     c.on_device = true;
@@ -288,11 +296,24 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
   if (!all_seq)
     out.notes.push_back(
         "The collectives carry no Seq: they are matched by their order within each process group and collective name.");
-  std::unordered_map<std::string, std::uint32_t> group_ids, name_ids;
-  const auto id_of = [](std::unordered_map<std::string, std::uint32_t>& ids, const std::string& s) {
-    return ids.emplace(s, static_cast<std::uint32_t>(ids.size())).first->second;
+  // The ranks' texts as one table: global[local[r][id]] is the text of rank r's id.
+  std::unordered_map<std::string_view, std::uint32_t> text_ids;
+  std::vector<std::string_view> texts;
+  std::vector<std::vector<std::uint32_t>> local(n);
+  for (std::size_t r = 0; r < n; ++r)
+    for (const std::string& t : summary(r).strings) {
+      const auto [it, fresh] = text_ids.emplace(t, static_cast<std::uint32_t>(texts.size()));
+      if (fresh) texts.push_back(t);
+      local[r].push_back(it->second);
+    }
+  const auto text_of = [&](std::size_t r, std::uint32_t id) -> std::uint32_t {
+    return id < local[r].size() ? local[r][id] : static_cast<std::uint32_t>(texts.size());
+  };
+  const auto text = [&](std::uint32_t global) {
+    return global < texts.size() ? std::string(texts[global]) : std::string();
   };
   std::unordered_map<match_key, std::uint32_t, match_key_hash> by_key;
+  std::vector<std::uint32_t> group_of;  ///< per matched collective: its group's text id
   by_key.reserve(2 * summary(0).collectives.size());
   // Per rank, its arrivals in its own launch order: (collective, arrival index).
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> mine(n);
@@ -302,18 +323,19 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
     const rank_summary& s = summary(r);
     mine[r].reserve(s.collectives.size());
     for (const rank_collective& c : s.collectives) {
-      match_key key{id_of(group_ids, c.group), 0, c.seq};
+      match_key key{text_of(r, c.group), 0, c.seq};
       if (!all_seq) {
-        key.name = id_of(name_ids, c.name);
+        key.name = text_of(r, c.name);
         key.seq = ordinal[{key.group, key.name, 0}]++;
       }
       const std::int64_t seq = key.seq;
       auto [it, fresh] = by_key.emplace(key, static_cast<std::uint32_t>(out.collectives.size()));
       if (fresh) {
         job_collective j;
-        j.group = c.group;
-        j.group_desc = c.group_desc;
-        j.name = c.name;
+        j.group = text(key.group);
+        group_of.push_back(key.group);
+        j.group_desc = text(text_of(r, c.group_desc));
+        j.name = text(text_of(r, c.name));
         j.seq = seq;
         j.group_size = c.group_size;
         j.step = c.step >= 0 ? col_of[r][static_cast<std::size_t>(c.step)] : -1;
@@ -367,7 +389,10 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
   std::vector<double>& wait = out.heatmaps[static_cast<std::size_t>(job_metric::wait)];
   std::vector<double> lateness(n * cols, nan);
   std::vector<double> scratch;
-  std::map<std::string, double> stream_end;  ///< per process group: its last collective's end on this rank
+  // Per process group (global text id): its last collective's end on this rank; NaN = none yet.
+  std::vector<double> stream_end(texts.size() + 1, nan);
+  std::vector<std::uint32_t> touched;
+
   for (std::size_t r = 0; r < n; ++r) {
     const rank_summary& s = summary(r);
     std::size_t i = 0;
@@ -381,14 +406,18 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         const std::size_t cell = r * cols + static_cast<std::size_t>(col);
         double waited = 0;
         scratch.clear();
-        stream_end.clear();
+        for (std::uint32_t g : touched) stream_end[g] = nan;
+        touched.clear();
         for (std::size_t k = i; k < e; ++k) {
           if (k > i && list[k] == list[k - 1]) continue;  // a merged duplicate (see above)
           const auto [ci, ai] = list[k];
           const job_arrival& a = out.collectives[ci].arrivals[ai];
-          const std::string& group = out.collectives[ci].group;
+          const std::uint32_t group = group_of[ci];
           double bound = earliest[ci];
-          if (const auto it = stream_end.find(group); it != stream_end.end()) bound = std::max(bound, it->second);
+          if (std::isnan(stream_end[group]))
+            touched.push_back(group);
+          else
+            bound = std::max(bound, stream_end[group]);
           scratch.push_back(std::max(0.0, a.arrival - bound));
           stream_end[group] = a.end;
           waited += a.wait;

@@ -47,11 +47,12 @@ struct rank_step {
   friend bool operator==(const rank_step&, const rank_step&) = default;
 };
 
-/// One collective as one rank saw it.
+/// One collective as one rank saw it. Its texts are ids into rank_summary::strings (a rank has
+/// thousands of collectives and a handful of distinct names).
 struct rank_collective {
-  std::string group;           ///< "Process Group Name" ("0"); "" when absent
-  std::string group_desc;      ///< "Process Group Description" ("default_pg")
-  std::string name;            ///< "Collective name" ("allreduce")
+  std::uint32_t group = 0;     ///< "Process Group Name" ("0"); "" when absent
+  std::uint32_t group_desc = 0;  ///< "Process Group Description" ("default_pg")
+  std::uint32_t name = 0;      ///< "Collective name" ("allreduce")
   std::int64_t seq = -1;       ///< "Seq"; -1 when the trace has none
   std::int64_t group_size = -1;
   std::int64_t bytes = 0;      ///< max(In, Out msg nelems) × element size of dtype (0 when unknown)
@@ -67,6 +68,15 @@ struct rank_collective {
 struct rank_summary {
   std::vector<rank_step> steps;
   std::vector<rank_collective> collectives;  ///< in launch order
+  /// The collectives' group names, descriptions and names, each once.
+  std::vector<std::string> strings;
+
+  /// The id of `s` in `strings` (added when new).
+  std::uint32_t intern(std::string_view s);
+  /// The text of an id; "" when out of range.
+  std::string_view str(std::uint32_t id) const noexcept {
+    return id < strings.size() ? std::string_view(strings[id]) : std::string_view();
+  }
   friend bool operator==(const rank_summary&, const rank_summary&) = default;
 };
 

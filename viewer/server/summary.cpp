@@ -118,7 +118,7 @@ class reader {
 
 // Smallest encoded record sizes (count() checks).
 constexpr std::size_t body_min = 2 * sizeof(std::uint64_t);
-constexpr std::size_t comm_min = 4 + 8 + 8 + 8 + 4 + 8 + 4;
+constexpr std::size_t comm_min = 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4;
 constexpr std::size_t interval_bytes = 16;
 constexpr std::size_t step_min = 4 + 6 * 8;
 constexpr std::size_t collective_min = 3 * 4 + 3 * 8 + 3 * 8 + 1 + 4;
@@ -130,11 +130,11 @@ std::size_t file_summary::bytes() const noexcept {
   for (const auto& [k, v] : bodies) n += k.size() + v.size() + 64;
   for (const auto& m : diagnostics.messages) n += m.size() + 32;
   n += (diagnostics.warnings.size() + diagnostics.events_by_category.size()) * 64;
-  for (const auto& r : distributed.records)
-    n += sizeof(r) + r.name.size() + (r.ranges.size() + r.real_ranges.size()) * sizeof(an::interval);
+  n += distributed.records.heap_bytes();
   n += distributed.overlap.size() * 64 + distributed.devices.size() * sizeof(an::device_info);
   n += rank.steps.size() * (sizeof(an::rank_step) + 16);
-  for (const auto& c : rank.collectives) n += sizeof(c) + c.group.size() + c.group_desc.size() + c.name.size();
+  n += rank.collectives.size() * sizeof(an::rank_collective);
+  for (const auto& t : rank.strings) n += sizeof(t) + t.size();
   return n;
 }
 
@@ -169,31 +169,39 @@ std::string summary_to_bytes(const file_summary& s) {
     w.put_text(key);
     w.put_text(body);
   }
-  w.put(static_cast<std::uint64_t>(s.distributed.records.size()));
-  for (const an::comm_record& r : s.distributed.records) {
-    w.put(w.id(r.name));
+  const an::packed_comm_records& comm = s.distributed.records;
+  for (const auto* list : {&comm.names, &comm.steps}) {
+    w.put(static_cast<std::uint64_t>(list->size()));
+    for (const std::string& t : *list) w.put_text(t);
+  }
+  w.put(static_cast<std::uint64_t>(comm.records.size()));
+  for (const an::packed_comm_records::record& r : comm.records) {
+    w.put(r.name);
+    w.put(r.step);
     w.put(r.external_id);
     w.put(r.start);
     w.put(r.end);
-    w.put(r.step ? w.id(*r.step) : no_string);
     w.put(r.bytes);
-    // (real_ranges are made across workers by combine_distributed(): a part has none.)
-    w.put(static_cast<std::uint32_t>(r.ranges.size()));
-    for (const an::interval& i : r.ranges) {
-      w.put(i.start);
-      w.put(i.end);
-    }
+    w.put(r.first_range);
+    w.put(r.range_count);
+  }
+  w.put(static_cast<std::uint64_t>(comm.ranges.size()));
+  for (const an::interval& i : comm.ranges) {
+    w.put(i.start);
+    w.put(i.end);
   }
   w.put(static_cast<std::uint64_t>(s.rank.steps.size()));
   for (const an::rank_step& r : s.rank.steps) {
     w.put(w.id(r.name));
     for (double v : {r.start, r.end, r.compute, r.communication, r.overlap, r.data_loading}) w.put(v);
   }
+  w.put(static_cast<std::uint64_t>(s.rank.strings.size()));
+  for (const std::string& t : s.rank.strings) w.put_text(t);
   w.put(static_cast<std::uint64_t>(s.rank.collectives.size()));
   for (const an::rank_collective& c : s.rank.collectives) {
-    w.put(w.id(c.group));
-    w.put(w.id(c.group_desc));
-    w.put(w.id(c.name));
+    w.put(c.group);
+    w.put(c.group_desc);
+    w.put(c.name);
     w.put(c.seq);
     w.put(c.group_size);
     w.put(c.bytes);
@@ -240,33 +248,48 @@ file_summary summary_from_bytes(std::string_view bytes) {
       std::string body(r.text());
       if (!s.bodies.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a body is repeated");
     }
-    const std::size_t n_records = r.count(comm_min);
-    s.distributed.records.resize(n_records);
-    for (an::comm_record& c : s.distributed.records) {
-      c.name = r.str(r.get<std::uint32_t>());
+    an::packed_comm_records& comm = s.distributed.records;
+    for (auto* list : {&comm.names, &comm.steps}) {
+      list->resize(r.count(sizeof(std::uint64_t)));
+      for (std::string& t : *list) t = r.text();
+    }
+    comm.records.resize(r.count(comm_min));
+    for (an::packed_comm_records::record& c : comm.records) {
+      c.name = r.get<std::uint32_t>();
+      c.step = r.get<std::uint32_t>();
       c.external_id = r.get<std::int64_t>();
       c.start = r.finite();
       c.end = r.finite();
-      const auto step = r.get<std::uint32_t>();
-      if (step != no_string) c.step = r.str(step);
       c.bytes = r.get<std::int64_t>();
-      const auto n_ranges = r.get<std::uint32_t>();
-      c.ranges.reserve(std::min<std::size_t>(n_ranges, 64));
-      for (std::uint32_t k = 0; k < n_ranges; ++k) {
-        const double start = r.finite();
-        c.ranges.push_back({start, r.finite()});
-      }
+      c.first_range = r.get<std::uint32_t>();
+      c.range_count = r.get<std::uint32_t>();
+    }
+    comm.ranges.resize(r.count(interval_bytes));
+    for (an::interval& i : comm.ranges) {
+      i.start = r.finite();
+      i.end = r.finite();
+    }
+    for (const an::packed_comm_records::record& c : comm.records) {
+      if (c.name >= comm.names.size() || (c.step != an::packed_comm_records::no_step && c.step >= comm.steps.size()))
+        throw std::runtime_error("a communication record's name or step is out of range");
+      if (c.first_range > comm.ranges.size() || c.range_count > comm.ranges.size() - c.first_range)
+        throw std::runtime_error("a communication record's ranges are out of range");
     }
     s.rank.steps.resize(r.count(step_min));
     for (an::rank_step& st : s.rank.steps) {
       st.name = r.str(r.get<std::uint32_t>());
       for (double* f : {&st.start, &st.end, &st.compute, &st.communication, &st.overlap, &st.data_loading}) *f = r.finite();
     }
+    s.rank.strings.resize(r.count(sizeof(std::uint64_t)));
+    for (std::string& t : s.rank.strings) t = r.text();
     s.rank.collectives.resize(r.count(collective_min));
     for (an::rank_collective& c : s.rank.collectives) {
-      c.group = r.str(r.get<std::uint32_t>());
-      c.group_desc = r.str(r.get<std::uint32_t>());
-      c.name = r.str(r.get<std::uint32_t>());
+      c.group = r.get<std::uint32_t>();
+      c.group_desc = r.get<std::uint32_t>();
+      c.name = r.get<std::uint32_t>();
+      const std::size_t texts = s.rank.strings.size();
+      if (c.group >= texts || c.group_desc >= texts || c.name >= texts)
+        throw std::runtime_error("a collective's text id is out of range");
       c.seq = r.get<std::int64_t>();
       c.group_size = r.get<std::int64_t>();
       c.bytes = r.get<std::int64_t>();

@@ -51,11 +51,12 @@ struct file_summary {
 ///
 ///     "KSSUMM01", u64 n + n bytes of JSON (the small, irregular fields: diagnostics, view
 ///     flags, devices, overlap bars, rank id), u64 n + n strings (u64 length + bytes: the string
-///     table), u64 n + n bodies (key, text), u64 n + n communication records (u32 name, i64
-///     external id, f64 start, end, u32 step or 0xffffffff, i64 bytes, u32 n + n (f64, f64)
-///     ranges), u64 n + n rank steps (u32 name, six f64), u64 n + n rank collectives (u32 group,
-///     description, name, i64 seq, group size, bytes, f64 launch, start, end, u8 on device,
-///     i32 step).
+///     table), u64 n + n bodies (key, text), the communication records as packed (u64 n + n
+///     names, u64 n + n step names, u64 n + n records: u32 name, u32 step or 0xffffffff, i64
+///     external id, f64 start, end, i64 bytes, u32 first range, u32 range count; u64 n + n
+///     (f64, f64) ranges), u64 n + n rank steps (u32 name, six f64), u64 n + n rank texts, u64 n +
+///     n rank collectives (u32 group, description, name: ids into the rank texts; i64 seq, group
+///     size, bytes, f64 launch, start, end, u8 on device, i32 step).
 ///
 /// Strings are ids into the table. The per-record parts are most of a rank's summary (a
 /// collective per NCCL call): records read without a JSON parser make a warm start of hundreds
