@@ -314,12 +314,21 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
   };
   std::unordered_map<match_key, std::uint32_t, match_key_hash> by_key;
   std::vector<std::uint32_t> group_of;  ///< per matched collective: its group's text id
+  std::vector<match_key> key_of;        ///< per matched collective: its key
+  std::vector<std::uint32_t> pos_in_group;  ///< per matched collective: its index in group_list
+  // Per group (text id; texts.size() for an id out of range): its collectives in the order they
+  // were first seen, and this rank's position in that list.
+  std::vector<std::vector<std::uint32_t>> group_list(texts.size() + 1);
+  std::vector<std::uint32_t> cursor(texts.size() + 1, 0);
+  key_of.reserve(summary(0).collectives.size());
+  out.collectives.reserve(summary(0).collectives.size());
   by_key.reserve(2 * summary(0).collectives.size());
   // Per rank, its arrivals in its own launch order: (collective, arrival index).
   std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> mine(n);
   std::unordered_map<match_key, std::int64_t, match_key_hash> ordinal;
   for (std::size_t r = 0; r < n; ++r) {
     ordinal.clear();
+    std::fill(cursor.begin(), cursor.end(), 0);
     const rank_summary& s = summary(r);
     mine[r].reserve(s.collectives.size());
     for (const rank_collective& c : s.collectives) {
@@ -329,8 +338,26 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         key.seq = ordinal[{key.group, key.name, 0}]++;
       }
       const std::int64_t seq = key.seq;
-      auto [it, fresh] = by_key.emplace(key, static_cast<std::uint32_t>(out.collectives.size()));
+      // The ranks of a process group run its collectives in the same order: the group's next
+      // collective after this rank's previous match is checked first, and the hash map is the
+      // fallback (it was most of the time at 256 ranks: a cache miss per collective).
+      std::uint32_t ci = 0;
+      bool fresh = false;
+      const std::vector<std::uint32_t>& in_group = group_list[key.group];
+      if (cursor[key.group] < in_group.size() && key_of[in_group[cursor[key.group]]] == key) {
+        ci = in_group[cursor[key.group]];
+      } else {
+        const auto [it, inserted] = by_key.emplace(key, static_cast<std::uint32_t>(out.collectives.size()));
+        ci = it->second;
+        fresh = inserted;
+        if (fresh) {
+          pos_in_group.push_back(static_cast<std::uint32_t>(in_group.size()));
+          group_list[key.group].push_back(ci);
+        }
+      }
+      cursor[key.group] = pos_in_group[ci] + 1;
       if (fresh) {
+        key_of.push_back(key);
         job_collective j;
         j.group = text(key.group);
         group_of.push_back(key.group);
@@ -342,7 +369,7 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         if (c.group_size > 0) j.arrivals.reserve(std::min(n, static_cast<std::size_t>(c.group_size)));
         out.collectives.push_back(std::move(j));
       }
-      job_collective& j = out.collectives[it->second];
+      job_collective& j = out.collectives[ci];
       j.bytes = std::max(j.bytes, c.bytes);
       const double arrival = c.on_device ? c.start : c.launch;
       if (!j.arrivals.empty() && j.arrivals.back().rank_index == r) {
@@ -351,10 +378,10 @@ job_result analyze_job(const std::vector<job_input>& inputs) {
         job_arrival& a = j.arrivals.back();
         a.arrival = std::min(a.arrival, arrival);
         a.end = std::max(a.end, c.end);
-        mine[r].emplace_back(it->second, static_cast<std::uint32_t>(j.arrivals.size() - 1));
+        mine[r].emplace_back(ci, static_cast<std::uint32_t>(j.arrivals.size() - 1));
         continue;
       }
-      mine[r].emplace_back(it->second, static_cast<std::uint32_t>(j.arrivals.size()));
+      mine[r].emplace_back(ci, static_cast<std::uint32_t>(j.arrivals.size()));
       j.arrivals.push_back({static_cast<std::uint32_t>(r), arrival, c.end, 0});
     }
   }

@@ -8,6 +8,9 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "analysis/kernel_view.hpp"
 #include "analysis/module_view.hpp"
@@ -496,17 +499,61 @@ ojson distributed_gpuinfo(const an::distributed_result& d) {
   return {{"metadata", {{"title", "Device Information"}}}, {"data", std::move(data)}};
 }
 
+namespace {
+
+/// Appends (key, value) to a JSON object whose keys the caller keeps unique: ordered_json's
+/// operator[] finds a key by a linear scan, which made the panels of 256 workers x 1272 steps
+/// take seconds.
+/// (Reserve first: the members' keys are const, so a growing object copies every member.)
+std::vector<std::pair<const std::string, ojson>>& members_of(ojson& object) {
+  return static_cast<std::vector<std::pair<const std::string, ojson>>&>(object.get_ref<ojson::object_t&>());
+}
+void append_member(ojson& object, std::string key, ojson value) {
+  members_of(object).emplace_back(std::move(key), std::move(value));
+}
+
+/// {"all": {worker: all}, key: {worker: bar}, ...}: keys in first-seen order over the workers.
+template <class PerStep, class All>
+ojson per_step_data(const an::distributed_result& d, PerStep per_step, All all_of) {
+  ojson all = ojson::object();
+  members_of(all).reserve(d.workers.size());
+  for (const auto& w : d.workers) append_member(all, w.worker, all_of(w));
+  std::vector<std::pair<std::string, ojson>> steps;
+  std::unordered_map<std::string, std::size_t> index;
+  for (const auto& w : d.workers)
+    per_step(w, [&](std::string key, ojson bar) {
+      auto [it, fresh] = index.try_emplace(key, steps.size());
+      if (fresh) {
+        steps.emplace_back(std::move(key), ojson::object());
+        members_of(steps.back().second).reserve(d.workers.size());
+      }
+      ojson& row = steps[it->second].second;
+      // A worker has each key once (steps are unique; a wait key is one per step).
+      append_member(row, w.worker, std::move(bar));
+    });
+  ojson data = ojson::object();
+  members_of(data).reserve(steps.size() + 1);
+  append_member(data, "all", std::move(all));
+  for (auto& [key, row] : steps) {
+    if (key == "all") continue;  // (steps are ProfilerStep numbers: "all" is never one; keys stay unique)
+    append_member(data, std::move(key), std::move(row));
+  }
+  return data;
+}
+
+}  // namespace
+
 ojson distributed_overlap(const an::distributed_result& d) {
   if (!d.available) return nullptr;
-  ojson data = ojson::object();
-  ojson all = ojson::object();
-  for (const auto& w : d.workers)
-    all[w.worker] = {json_number(w.overlap_all.computation), json_number(w.overlap_all.overlap),
-                     json_number(w.overlap_all.communication), json_number(w.overlap_all.other)};
-  data["all"] = std::move(all);
-  for (const auto& w : d.workers)
-    for (const auto& [step, bar] : w.overlap)
-      data[step][w.worker] = {bar.computation, bar.overlap, bar.communication, bar.other};
+  ojson data = per_step_data(
+      d,
+      [](const an::distributed_worker_result& w, const auto& add) {
+        for (const auto& [step, bar] : w.overlap) add(step, {bar.computation, bar.overlap, bar.communication, bar.other});
+      },
+      [](const an::distributed_worker_result& w) -> ojson {
+        return {json_number(w.overlap_all.computation), json_number(w.overlap_all.overlap),
+                json_number(w.overlap_all.communication), json_number(w.overlap_all.other)};
+      });
   return {{"metadata",
            {{"title", "Computation/Communication Overview"},
             {"legends", {"Computation", "Overlapping", "Communication", "Other"}},
@@ -516,14 +563,14 @@ ojson distributed_overlap(const an::distributed_result& d) {
 
 ojson distributed_waittime(const an::distributed_result& d) {
   if (!d.available) return nullptr;
-  ojson data = ojson::object();
-  ojson all = ojson::object();
-  for (const auto& w : d.workers)
-    all[w.worker] = {json_number(w.wait_all.transfer), json_number(w.wait_all.synchronizing)};
-  data["all"] = std::move(all);
-  for (const auto& w : d.workers)
-    for (const auto& [step, bar] : w.wait)
-      data[step ? *step : std::string("null")][w.worker] = {bar.transfer, bar.synchronizing};
+  ojson data = per_step_data(
+      d,
+      [](const an::distributed_worker_result& w, const auto& add) {
+        for (const auto& [step, bar] : w.wait) add(step ? *step : std::string("null"), {bar.transfer, bar.synchronizing});
+      },
+      [](const an::distributed_worker_result& w) -> ojson {
+        return {json_number(w.wait_all.transfer), json_number(w.wait_all.synchronizing)};
+      });
   return {{"metadata",
            {{"title", "Synchronizing/Communication Overview"},
             {"legends", {"Data Transfer Time", "Synchronizing Time"}},
