@@ -151,6 +151,10 @@ export async function render(el, ctx) {
   const status = h('div', 'dist-note', 'Loading distributed data…');
   root.appendChild(status);
   const p = { worker: 'All' };
+  // The Ranks section is asked for at once, with the panels: the server computes it (the job
+  // view over every rank) while it computes theirs.
+  const ranks = ctx.api('distributed/ranks', p);
+  ranks.catch(() => {});  // (shown by the section)
   const [gpuinfo, overlap, waittime, commops] = await Promise.all([
     ctx.api('distributed/gpuinfo', p),
     ctx.api('distributed/overlap', p),
@@ -181,7 +185,7 @@ export async function render(el, ctx) {
   root.appendChild(c.card);
   if (workers.length === 0) {
     c.body.appendChild(h('div', 'dist-note', 'No communication operations in this profile.'));
-    ranksSection(root, ctx);
+    ranksSection(root, ctx, ranks);
     return undefined;
   }
   const select = labelledSelect(c.head, 'Worker', workers, hash.comm_worker);
@@ -211,16 +215,16 @@ export async function render(el, ctx) {
     draw();
   });
   draw();
-  ranksSection(root, ctx);
+  ranksSection(root, ctx, ranks);
   return undefined;
 }
 
-/// The job view's Ranks section, below the plugin's panels; it loads on its own, so they do not
-/// wait for it.
-function ranksSection(root, ctx) {
+/// The job view's Ranks section, below the plugin's panels, from its request already made
+/// (`pending`); the panels do not wait for it.
+function ranksSection(root, ctx, pending) {
   const box = h('div', 'ranks-box');
   root.appendChild(box);
-  renderRanks(box, ctx).catch((e) => {
+  renderRanks(box, ctx, pending).catch((e) => {
     box.appendChild(h('div', 'dist-note', `Could not show the ranks: ${e && e.message ? e.message : e}`));
   });
 }

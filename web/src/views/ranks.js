@@ -234,12 +234,13 @@ function collectiveTable(parent, data) {
   });
 }
 
-/// Renders the Ranks section into `parent` (the Distributed view's root).
-export async function renderRanks(parent, ctx) {
+/// Renders the Ranks section into `parent` (the Distributed view's root); `pending`, when given, is
+/// the /distributed/ranks request already made.
+export async function renderRanks(parent, ctx, pending) {
   const section = h('div', 'ranks-section');
   parent.appendChild(section);
   section.appendChild(h('h3', 'ranks-title', 'Ranks'));
-  const data = await ctx.api('distributed/ranks', { worker: 'All' });
+  const data = await (pending || ctx.api('distributed/ranks', { worker: 'All' }));
   if (!data || !(data.ranks || []).length) {
     section.appendChild(h('div', 'dist-note', 'No rank data for this span.'));
     return;
