@@ -7,7 +7,8 @@
 ///    threads, --max_memory 1 GB) until the Distributed view of the job is answered (the plugin's
 ///    four panels and the Ranks section, asked at once as the page does). Goals: <= 60 s,
 ///    RSS <= 2 GB.
-/// 2. warm: the same with the indexes present. Goals: <= 2 s, RSS <= 2 GB.
+/// 2. warm: the same with the indexes present (and the span's Distributed bodies that the cold
+///    run's requests wrote beside them). Goals: <= 2 s, RSS <= 2 GB.
 ///
 /// Both print whether the stragglers reported are exactly the injected ones.
 ///
@@ -133,6 +134,8 @@ int serve_job(const fs::path& logdir, const fs::path& cache, const char* label, 
       reported.emplace(st.at("rank").get<int>(), st.at("step_index").get<int>(), st.at("cause").get<std::string>());
   std::printf("  %-5s files loaded in %.1f s (%zu from indexes, %zu failed); Distributed view ready in %.1f s   goal <= %.0f s\n",
               label, loaded_s, read, failed, ready_s, goal_s);
+  std::printf("        the span's Distributed bodies %s\n",
+              s.span_cache_reads() > 0 ? "read from the cache folder" : "computed (and written to the cache folder)");
   std::printf("        RSS %.0f MB now, peak %.0f MB                                  goal <= 2048 MB\n", rss_mb(),
               max_rss_mb());
   std::printf("        stragglers: %zu reported, %zu injected, %s\n", reported.size(), expected.size(),

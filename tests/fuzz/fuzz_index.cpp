@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a persisted index file (server/trace_index.hpp) as the server reads it:
-// the header, the section table and the summary, the summary's records (summary_from_bytes) and
+// the header, the section table and the summary, the summary's records (summary_from_bytes, or
+// span_bodies_from_bytes for a span's cache file) and
 // the model's columns (read_model). The key the server would ask for is taken from the input's
 // own header, and every section's CRC-32 is set right before the file is written, so mutations
 // get past the key and checksum checks to the summary parser and the record checks; a model
@@ -61,6 +62,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (idx.open(path, key) != ks::index_status::ok) return 0;
   try {
     (void)ks::summary_from_bytes(idx.summary_bytes());
+  } catch (const std::exception&) {
+  }
+  try {
+    (void)ks::span_bodies_from_bytes(idx.summary_bytes());  // a span's cache file (store::span_panels)
   } catch (const std::exception&) {
   }
   an::trace_model m;

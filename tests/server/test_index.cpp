@@ -394,6 +394,74 @@ TEST_CASE("index: a summary survives its bytes exactly; damaged bytes are refuse
   refused(bad, "text id is out of range");
 }
 
+TEST_CASE("index: a span's Distributed bodies are kept next to the indexes and read back while its files are unchanged") {
+  scratch dir("span");
+  namespace kb = kinetoscope::bench;
+  kb::dist_job_options o;
+  o.ranks = 4;
+  o.steps = 4;
+  o.layers = 4;
+  o.slow_compute = {2, {1}, 0.6};
+  const kb::dist_job_report rep = kb::write_dist_job(dir.path / "logs" / "job", o);
+  const fs::path cache = dir.path / "cache";
+  const std::vector<std::string> routes = {"distributed/gpuinfo", "distributed/overlap", "distributed/waittime",
+                                           "distributed/commops", "distributed/ranks"};
+  const auto bodies = [&](ks::store& s) {
+    std::vector<std::string> out;
+    for (const auto& r : routes) out.push_back(comparable(r, get(s, r, {{"run", "job"}, {"span", "1"}})));
+    return out;
+  };
+  std::vector<std::string> first;
+  {
+    auto s = started(dir.path / "logs", cache.string());
+    first = bodies(*s);
+    CHECK(s->span_cache_reads() == 0);
+    for (const auto& b : first) CHECK(b.starts_with("200 {"));
+    // Equal to the job view computed here from the summaries.
+    const json ranks = json::parse(first[4].substr(4));
+    CHECK(ranks["stragglers"].size() == 1);
+    CHECK(get(*s, "distributed/ranks", {{"run", "job"}, {"span", "1"}, {"top", "50"}}).body == first[4].substr(4));
+    CHECK(get(*s, "views", {{"run", "job"}}).body.find("Distributed") != std::string::npos);
+  }
+  std::size_t span_files = 0;
+  for (const auto& e : fs::directory_iterator(cache)) span_files += e.path().extension() == ".ksidx" ? 1 : 0;
+  CHECK(span_files == rep.files.size() + 1);  // an index per trace, one for the span
+  {
+    auto s = started(dir.path / "logs", cache.string());
+    CHECK(get(*s, "views", {{"run", "job"}}).body.find("Distributed") != std::string::npos);
+    CHECK(bodies(*s) == first);
+    CHECK(s->span_cache_reads() == 1);
+  }
+  SUBCASE("a member changed: computed again, not read") {
+    const fs::path f = rep.files[1];
+    fs::last_write_time(f, fs::last_write_time(f) + std::chrono::seconds(5));
+    auto s = started(dir.path / "logs", cache.string());
+    CHECK(bodies(*s) == first);
+    CHECK(s->span_cache_reads() == 0);
+  }
+  SUBCASE("a damaged span file: computed again and rewritten") {
+    for (const auto& e : fs::directory_iterator(cache)) {
+      std::string b;
+      {
+        std::ifstream in(e.path(), std::ios::binary);
+        b.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      const std::size_t at = b.find("KSSPAN01");
+      if (at == std::string::npos) continue;
+      b[at + 2] ^= 0x20;
+      std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << b;
+    }
+    {
+      auto s = started(dir.path / "logs", cache.string());
+      CHECK(bodies(*s) == first);
+      CHECK(s->span_cache_reads() == 0);
+    }
+    auto s = started(dir.path / "logs", cache.string());
+    CHECK(bodies(*s) == first);
+    CHECK(s->span_cache_reads() == 1);
+  }
+}
+
 TEST_CASE("index: the fuzz target's seed indexes are of this format version") {
   // Seeds of an older version stop at the header check and fuzz nothing past it: rewrite them
   // (`kinetoscope index --cache_dir DIR` on small traces) when index_format_version changes.

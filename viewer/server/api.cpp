@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <limits>
 #include <map>
 #include <set>
@@ -175,6 +176,9 @@ std::string overview_for_workers(const std::string& body, std::size_t workers) {
   return dump(j);
 }
 
+/// The collectives the Ranks section lists by default (`top`).
+constexpr std::size_t default_top = 50;
+
 class router {
  public:
   router(store& s, const api_request& r) : s_(s), r_(r) {}
@@ -338,10 +342,34 @@ class router {
     for (const auto& f : files) all.insert(f.span);
     std::set<std::string> spans;
     for (const auto& span : all) {
-      auto entry = s_.distributed(run, span);
-      if (entry && entry->result.available) spans.insert(span);
+      auto bodies = panels(run, span);
+      if (bodies && bodies->available) spans.insert(span);
     }
     return spans;
+  }
+
+  /// The span's Distributed bodies with their defaults (store::span_panels(): from memory, the
+  /// cache folder, or computed here: the panels from store::distributed() while the job view
+  /// is computed beside them).
+  std::shared_ptr<const span_bodies> panels(const std::string& run, const std::string& span) {
+    return s_.span_panels(run, span, [&] {
+      span_bodies out;
+      auto ranks = std::async(std::launch::async, [&]() -> std::string {
+        auto job = s_.job(run, span);
+        return job ? dump(payloads::distributed_ranks(*job, span, default_top)) : std::string("null");
+      });
+      auto entry = s_.distributed(run, span);
+      if (entry) {
+        const an::distributed_result& d = entry->result;
+        out.available = d.available;
+        out.bodies["gpuinfo"] = dump(payloads::distributed_gpuinfo(d));
+        out.bodies["overlap"] = dump(payloads::distributed_overlap(d));
+        out.bodies["waittime"] = dump(payloads::distributed_waittime(d));
+        out.bodies["commops"] = dump(payloads::distributed_commops(d));
+      }
+      out.bodies["ranks"] = ranks.get();
+      return out;
+    });
   }
 
   api_response views() {
@@ -401,23 +429,18 @@ class router {
     const std::string& run = required(r_, "run");
     const std::string& span = required(r_, "span");
     loaded_run(run);
-    if (which == "ranks") return ranks(run, span);
-    auto entry = s_.distributed(run, span);
-    if (!entry) throw api_error{404, "could not find the span " + span + " of run " + run};
-    return cached(entry->generation, [&] {
-      const an::distributed_result& d = entry->result;
-      if (which == "gpuinfo") return dump(payloads::distributed_gpuinfo(d));
-      if (which == "overlap") return dump(payloads::distributed_overlap(d));
-      if (which == "waittime") return dump(payloads::distributed_waittime(d));
-      return dump(payloads::distributed_commops(d));
-    });
+    if (which == "ranks" && r_.param("top") != nullptr) return ranks(run, span);
+    auto bodies = panels(run, span);
+    if (!bodies) throw api_error{404, "could not find the span " + span + " of run " + run};
+    const auto it = bodies->bodies.find(which);
+    return json_ok(it != bodies->bodies.end() ? it->second : std::string("null"));
   }
 
   /// The job view of (run, span) from the per-rank summaries (store::job(), cached); the body is
   /// cached under the generations of the span's profiles.
   api_response ranks(const std::string& run, const std::string& span) {
     const std::string* top_param = r_.param("top");
-    const auto top = static_cast<std::size_t>(top_param ? parse_int("top", *top_param, 0, 10000) : 50);
+    const auto top = static_cast<std::size_t>(top_param ? parse_int("top", *top_param, 0, 10000) : default_top);
     auto job = s_.job(run, span);
     if (!job) throw api_error{404, "could not find the span " + span + " of run " + run};
     std::uint64_t generation = 0xcbf29ce484222325ull;

@@ -202,6 +202,14 @@ struct store::impl {
   };
   mutable std::mutex job_mutex_;
   mutable std::map<std::string, std::shared_ptr<job_slot>> jobs_;
+  struct span_slot {
+    std::mutex compute;
+    std::vector<std::uint64_t> inputs;  ///< the member summaries' generations
+    std::shared_ptr<const span_bodies> bodies;
+  };
+  mutable std::mutex span_mutex_;
+  mutable std::map<std::string, std::shared_ptr<span_slot>> spans_;
+  std::atomic<std::uint64_t> span_cache_reads_{0};
 
   struct diff_slot {
     std::uint64_t a = 0, b = 0;
@@ -1066,6 +1074,85 @@ std::shared_ptr<const an::job_result> store::job(std::string_view run, std::stri
   slot->result = std::make_shared<const an::job_result>(an::analyze_job(in));
   slot->inputs = std::move(generations);
   return slot->result;
+}
+
+std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std::string_view span,
+                                                      const std::function<span_bodies()>& compute) const {
+  // The members as they are now: (absolute path, size, mtime) for the cache key, and the
+  // summaries' generations for the memory.
+  std::vector<std::tuple<std::string, std::uint64_t, std::int64_t>> members;
+  std::vector<std::uint64_t> generations;
+  {
+    std::lock_guard lock(impl_->mutex_);
+    for (const auto& path : impl_->order_) {
+      auto it = impl_->files_.find(path);
+      if (it == impl_->files_.end() || it->second.file.run != run || it->second.file.span != span ||
+          !it->second.summary)
+        continue;
+      const file_entry& e = it->second;
+      members.emplace_back(path, e.slot ? e.slot->source_size : 0, e.slot ? e.slot->source_mtime_ns : 0);
+      generations.push_back(e.summary->generation);
+    }
+  }
+  if (members.empty()) return nullptr;
+  std::shared_ptr<impl::span_slot> slot;
+  {
+    std::lock_guard lock(impl_->span_mutex_);
+    auto& s = impl_->spans_[std::string(run) + '\n' + std::string(span)];
+    if (!s) s = std::make_shared<impl::span_slot>();
+    slot = s;
+  }
+  std::lock_guard hold(slot->compute);
+  if (slot->bodies && slot->inputs == generations) return slot->bodies;
+
+  // The cache file's key: a name of its own (never a trace's path) and a hash of the members.
+  std::sort(members.begin(), members.end());
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  const auto mix = [&h](const void* data, std::size_t n) {
+    const auto* b = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
+  };
+  for (const auto& [path, size, mtime] : members) {
+    mix(path.data(), path.size() + 1);  // with its NUL: paths never run into each other
+    mix(&size, sizeof size);
+    mix(&mtime, sizeof mtime);
+  }
+  index_key key;
+  key.path = "span:" + fs::path(std::get<0>(members.front())).parent_path().string() + "\n" + std::string(span);
+  key.size = members.size();
+  key.mtime_ns = static_cast<std::int64_t>(h);
+  const std::string& cache = impl_->options.cache_dir;
+  const std::string file = cache.empty() ? std::string() : index_file_path(cache, key.path);
+  std::shared_ptr<span_bodies> out;
+  if (!file.empty()) {
+    trace_index idx;
+    if (idx.open(file, key) == index_status::ok) {
+      try {
+        out = std::make_shared<span_bodies>(span_bodies_from_bytes(idx.summary_bytes()));
+        out->from_cache = true;
+        impl_->span_cache_reads_.fetch_add(1, std::memory_order_relaxed);
+      } catch (const std::exception&) {
+        out.reset();  // corrupt: computed and written again below
+      }
+    }
+  }
+  if (!out) {
+    out = std::make_shared<span_bodies>(compute());
+    if (!file.empty() && out->available) {
+      try {
+        write_index(file, key, span_bodies_to_bytes(*out), an::trace_model{});
+      } catch (const std::exception&) {
+        // (An unwritable cache folder: the bodies are still served from memory.)
+      }
+    }
+  }
+  slot->bodies = out;
+  slot->inputs = std::move(generations);
+  return out;
+}
+
+std::uint64_t store::span_cache_reads() const noexcept {
+  return impl_->span_cache_reads_.load(std::memory_order_relaxed);
 }
 
 std::shared_ptr<const an::op_trees> store::trees(const std::shared_ptr<const profile>& p) const {

@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -261,6 +262,15 @@ class store {
   /// (run, span) (file_summary::rank: no model is read), computed once per set of summaries
   /// and cached; nullptr when the run has no loaded file of that span.
   std::shared_ptr<const analysis::job_result> job(std::string_view run, std::string_view span) const;
+  /// The span's Distributed bodies: remembered for the current member files, else read from
+  /// the cache folder when the file there was written for exactly these members (their paths,
+  /// sizes and modification times, and index_format_version), else `compute()`d and then
+  /// written there (when the span has the view). nullptr when the run has no loaded file of
+  /// that span. Concurrent callers for one span share one computation.
+  std::shared_ptr<const span_bodies> span_panels(std::string_view run, std::string_view span,
+                                                 const std::function<span_bodies()>& compute) const;
+  /// Spans whose bodies span_panels() read from the cache folder since start (tests, benchmarks).
+  std::uint64_t span_cache_reads() const noexcept;
   /// The op trees of a loaded profile (build_op_tree(p->model), plugin defaults): the kept ones,
   /// else those any request is using now, else the cache's, else built (in the caller's thread;
   /// about as long as the load's tree step) and cached within store_options::tree_cache_bytes.

@@ -22,6 +22,7 @@ namespace an = kinetoscope::analysis;
 using json = nlohmann::json;
 
 constexpr char summary_magic[8] = {'K', 'S', 'S', 'U', 'M', 'M', '0', '1'};
+constexpr char span_magic[8] = {'K', 'S', 'S', 'P', 'A', 'N', '0', '1'};
 constexpr std::uint32_t no_string = std::numeric_limits<std::uint32_t>::max();
 
 json bar_json(const an::overlap_bar& b) { return {b.computation, b.overlap, b.communication, b.other}; }
@@ -311,6 +312,35 @@ file_summary summary_from_bytes(std::string_view bytes) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("the summary is unreadable: ") + e.what());
   }
+}
+
+std::string span_bodies_to_bytes(const span_bodies& b) {
+  writer w;
+  w.bytes().append(span_magic, sizeof(span_magic));
+  w.put(static_cast<std::uint8_t>(b.available ? 1 : 0));
+  w.put(static_cast<std::uint64_t>(b.bodies.size()));
+  for (const auto& [key, body] : b.bodies) {
+    w.put_text(key);
+    w.put_text(body);
+  }
+  return std::move(w.bytes());
+}
+
+span_bodies span_bodies_from_bytes(std::string_view bytes) {
+  if (bytes.size() < sizeof(span_magic) || std::memcmp(bytes.data(), span_magic, sizeof(span_magic)) != 0)
+    throw std::runtime_error("not a span's bodies");
+  reader r(bytes.substr(sizeof(span_magic)));
+  span_bodies b;
+  const auto available = r.get<std::uint8_t>();
+  if (available > 1) throw std::runtime_error("a span's available flag is not a bool");
+  b.available = available == 1;
+  for (std::size_t i = 0, n = r.count(body_min); i < n; ++i) {
+    std::string key(r.text());
+    std::string body(r.text());
+    if (!b.bodies.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a span body is repeated");
+  }
+  if (!r.done()) throw std::runtime_error("bytes after a span's bodies");
+  return b;
 }
 
 }  // namespace kinetoscope::server

@@ -47,6 +47,15 @@ struct file_summary {
   std::size_t bytes() const noexcept;
 };
 
+/// The Distributed view's default bodies of one span (the four plugin panels and the Ranks
+/// section), computed together once per set of member files and persisted next to their
+/// indexes: a warm start serves them without the job view or the panels' JSON.
+struct span_bodies {
+  bool available = false;                     ///< the span has the Distributed view
+  std::map<std::string, std::string> bodies;  ///< "gpuinfo", "overlap", "waittime", "commops", "ranks"
+  bool from_cache = false;                    ///< read from the cache folder
+};
+
 /// The summary as bytes (the index's summary section), little-endian:
 ///
 ///     "KSSUMM01", u64 n + n bytes of JSON (the small, irregular fields: diagnostics, view
@@ -66,5 +75,12 @@ std::string summary_to_bytes(const file_summary& s);
 /// not one (a count larger than the bytes, an id, enum or step out of range, a time not finite,
 /// bytes left over: the index is then treated as corrupt). `generation` is left 0.
 file_summary summary_from_bytes(std::string_view bytes);
+
+/// span_bodies as bytes (the summary section of a span's cache file, store::span_panels()):
+/// "KSSPAN01", u8 available, u64 n + n (u64 length + key, u64 length + body).
+std::string span_bodies_to_bytes(const span_bodies& b);
+/// Reads what span_bodies_to_bytes() wrote; throws std::runtime_error when the bytes are not
+/// that (the cache file is then computed and written again).
+span_bodies span_bodies_from_bytes(std::string_view bytes);
 
 }  // namespace kinetoscope::server
