@@ -719,8 +719,20 @@ struct store::impl {
   /// Puts `p` first in the LRU of resident full profiles (pinned for `pin`) and evicts from the
   /// tail beyond options.max_memory, skipping pinned profiles (a profile in use stays alive
   /// through its users' pointers anyway).
+  /// Σ file_summary::bytes() of the loaded files (they always stay, and count in the budget).
+  std::uint64_t summary_bytes() const {
+    std::lock_guard lock(mutex_);
+    std::uint64_t n = 0;
+    for (const auto& [path, e] : files_)
+      if (e.summary) n += e.summary->bytes();
+    return n;
+  }
+
   void keep_resident(const std::shared_ptr<const profile>& p, clock_type::duration pin = {}) const {
     std::vector<std::shared_ptr<const profile>> dropped;  // released after the lock
+    // The budget holds the summaries first; the full profiles get what is left.
+    const std::uint64_t summaries = options.max_memory > 0 ? summary_bytes() : 0;
+    const std::uint64_t budget = options.max_memory > summaries ? options.max_memory - summaries : 0;
     {
       std::lock_guard lock(lru_mutex_);
       const auto now = clock_type::now();
@@ -738,7 +750,7 @@ struct store::impl {
         lru_bytes_ += p->heap_bytes();
       }
       auto it = lru_.end();
-      while (options.max_memory > 0 && lru_bytes_ > options.max_memory && it != lru_.begin()) {
+      while (options.max_memory > 0 && lru_bytes_ > budget && it != lru_.begin()) {
         --it;
         if (it->pinned_until > now) continue;
         lru_bytes_ -= it->p->heap_bytes();
@@ -1006,6 +1018,8 @@ std::uint64_t store::resident_bytes() const {
   return impl_->lru_bytes_;
 }
 
+std::uint64_t store::summary_bytes() const { return impl_->summary_bytes(); }
+
 std::uint64_t store::full_loads() const noexcept { return impl_->full_loads_.load(std::memory_order_relaxed); }
 
 std::optional<std::string> store::run_directory(std::string_view run) const {
@@ -1138,6 +1152,20 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
   }
   if (!out) {
     out = std::make_shared<span_bodies>(compute());
+    // The bodies are what is served from now on: the job view and the panels' result they were
+    // made from (about 130 MB at 256 ranks) are computed again only if asked for directly (a
+    // Ranks request with its own `top`). The panels' JSON trees are freed by now too: give the
+    // pages back.
+    const std::string slot_key = std::string(run) + '\n' + std::string(span);
+    {
+      std::lock_guard lock(impl_->job_mutex_);
+      impl_->jobs_.erase(slot_key);
+    }
+    {
+      std::lock_guard lock(impl_->dist_mutex_);
+      impl_->dist_.erase(slot_key);
+    }
+    impl::release_free_memory();
     if (!file.empty() && out->available) {
       try {
         write_index(file, key, span_bodies_to_bytes(*out), an::trace_model{});

@@ -69,9 +69,10 @@ struct store_options {
   /// Where persisted indexes are read and written (trace_index.hpp); empty: none (every start
   /// parses every trace). `kinetoscope --logdir` passes default_cache_dir() unless --no_cache.
   std::string cache_dir;
-  /// Heap bytes of full profiles kept loaded (profile::heap_bytes()), least recently used
-  /// evicted first; 0: no limit. Summaries always stay. A profile in use by a request stays
-  /// alive until the request lets go, whatever the budget.
+  /// The memory budget: the resident summaries (file_summary::bytes(), they always stay) plus
+  /// the full profiles kept loaded (profile::heap_bytes()), least recently used evicted first
+  /// once the two exceed it; 0: no limit. A profile in use by a request stays alive until the
+  /// request lets go, whatever the budget.
   std::uint64_t max_memory = 0;
   /// A full profile loaded on demand stays loaded this long whatever the budget, so the request
   /// that waited for it (answered 503, asking again) gets it instead of starting another load.
@@ -242,8 +243,11 @@ class store {
   /// acquire() waiting as long as the load takes; nullptr when the file is unknown or its load
   /// failed.
   std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
-  /// Heap bytes of the full profiles the store keeps now (within store_options::max_memory).
+  /// Heap bytes of the full profiles the store keeps now (within store_options::max_memory,
+  /// less summary_bytes()).
   std::uint64_t resident_bytes() const;
+  /// Σ file_summary::bytes() of the loaded files (the resident part of every file).
+  std::uint64_t summary_bytes() const;
   /// Full profiles loaded on demand since start (after an eviction or from an index).
   std::uint64_t full_loads() const noexcept;
   /// The /api/scalars body of `run` (the TensorBoard event files directly in its directory),
