@@ -189,26 +189,45 @@ struct store::impl {
   std::vector<std::thread> loaders_;
 
   // Caches (own locks).
+  /// Per-(run, span) slots of one kind of result, each slot with its own `compute` mutex.
+  template <class Slot>
+  struct per_span {
+    std::mutex mutex;
+    std::map<std::string, std::shared_ptr<Slot>> slots;
+
+    static std::string key(std::string_view run, std::string_view span) {
+      return std::string(run) + '\n' + std::string(span);
+    }
+    /// The slot of (run, span), made when there is none.
+    std::shared_ptr<Slot> of(std::string_view run, std::string_view span) {
+      std::lock_guard lock(mutex);
+      auto& s = slots[key(run, span)];
+      if (!s) s = std::make_shared<Slot>();
+      return s;
+    }
+    /// Forgets the slot of (run, span) (a caller holding it keeps it alive).
+    void drop(std::string_view run, std::string_view span) {
+      std::lock_guard lock(mutex);
+      slots.erase(key(run, span));
+    }
+  };
   struct distributed_slot {
     std::mutex compute;  ///< one computation per (run, span) at a time
     std::shared_ptr<const distributed_entry> entry;
   };
-  mutable std::mutex dist_mutex_;
-  mutable std::map<std::string, std::shared_ptr<distributed_slot>> dist_;
+  mutable per_span<distributed_slot> dist_;
   struct job_slot {
     std::mutex compute;                   ///< one computation per (run, span) at a time
     std::vector<std::uint64_t> inputs;    ///< generations of the input profiles
     std::shared_ptr<const an::job_result> result;
   };
-  mutable std::mutex job_mutex_;
-  mutable std::map<std::string, std::shared_ptr<job_slot>> jobs_;
+  mutable per_span<job_slot> jobs_;
   struct span_slot {
     std::mutex compute;
     std::vector<std::uint64_t> inputs;  ///< the member summaries' generations
     std::shared_ptr<const span_bodies> bodies;
   };
-  mutable std::mutex span_mutex_;
-  mutable std::map<std::string, std::shared_ptr<span_slot>> spans_;
+  mutable per_span<span_slot> spans_;
   std::atomic<std::uint64_t> span_cache_reads_{0};
 
   struct diff_slot {
@@ -1040,13 +1059,7 @@ std::shared_ptr<const distributed_entry> store::distributed(std::string_view run
     }
   if (inputs.empty()) return nullptr;
 
-  std::shared_ptr<impl::distributed_slot> slot;
-  {
-    std::lock_guard lock(impl_->dist_mutex_);
-    auto& s = impl_->dist_[std::string(run) + '\n' + std::string(span)];
-    if (!s) s = std::make_shared<impl::distributed_slot>();
-    slot = s;
-  }
+  const std::shared_ptr<impl::distributed_slot> slot = impl_->dist_.of(run, span);
   std::lock_guard compute(slot->compute);
   if (slot->entry && slot->entry->summaries == inputs) return slot->entry;
   auto entry = std::make_shared<distributed_entry>();
@@ -1074,13 +1087,7 @@ std::shared_ptr<const an::job_result> store::job(std::string_view run, std::stri
     }
   if (inputs.empty()) return nullptr;
 
-  std::shared_ptr<impl::job_slot> slot;
-  {
-    std::lock_guard lock(impl_->job_mutex_);
-    auto& s = impl_->jobs_[std::string(run) + '\n' + std::string(span)];
-    if (!s) s = std::make_shared<impl::job_slot>();
-    slot = s;
-  }
+  const std::shared_ptr<impl::job_slot> slot = impl_->jobs_.of(run, span);
   std::lock_guard compute(slot->compute);
   if (slot->result && slot->inputs == generations) return slot->result;
   std::vector<an::job_input> in;
@@ -1109,13 +1116,7 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
     }
   }
   if (members.empty()) return nullptr;
-  std::shared_ptr<impl::span_slot> slot;
-  {
-    std::lock_guard lock(impl_->span_mutex_);
-    auto& s = impl_->spans_[std::string(run) + '\n' + std::string(span)];
-    if (!s) s = std::make_shared<impl::span_slot>();
-    slot = s;
-  }
+  const std::shared_ptr<impl::span_slot> slot = impl_->spans_.of(run, span);
   std::lock_guard hold(slot->compute);
   if (slot->bodies && slot->inputs == generations) return slot->bodies;
 
@@ -1156,15 +1157,8 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
     // made from (about 130 MB at 256 ranks) are computed again only if asked for directly (a
     // Ranks request with its own `top`). The panels' JSON trees are freed by now too: give the
     // pages back.
-    const std::string slot_key = std::string(run) + '\n' + std::string(span);
-    {
-      std::lock_guard lock(impl_->job_mutex_);
-      impl_->jobs_.erase(slot_key);
-    }
-    {
-      std::lock_guard lock(impl_->dist_mutex_);
-      impl_->dist_.erase(slot_key);
-    }
+    impl_->jobs_.drop(run, span);
+    impl_->dist_.drop(run, span);
     impl::release_free_memory();
     if (!file.empty() && out->available) {
       try {
