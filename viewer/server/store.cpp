@@ -1122,15 +1122,12 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
 
   // The cache file's key: a name of its own (never a trace's path) and a hash of the members.
   std::sort(members.begin(), members.end());
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  const auto mix = [&h](const void* data, std::size_t n) {
-    const auto* b = static_cast<const unsigned char*>(data);
-    for (std::size_t i = 0; i < n; ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-  };
+  std::uint64_t h = fnv1a_basis;
+  const auto raw = [](const auto& v) { return std::string_view(reinterpret_cast<const char*>(&v), sizeof v); };
   for (const auto& [path, size, mtime] : members) {
-    mix(path.data(), path.size() + 1);  // with its NUL: paths never run into each other
-    mix(&size, sizeof size);
-    mix(&mtime, sizeof mtime);
+    h = fnv1a(std::string_view(path.data(), path.size() + 1), h);  // with its NUL: paths never run into each other
+    h = fnv1a(raw(size), h);
+    h = fnv1a(raw(mtime), h);
   }
   index_key key;
   key.path = "span:" + fs::path(std::get<0>(members.front())).parent_path().string() + "\n" + std::string(span);

@@ -223,13 +223,16 @@ std::string default_cache_dir() {
   return {};
 }
 
-std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path) {
-  // FNV-1a, 64 bits: a name, not a security boundary (the header holds the whole path).
-  std::uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : absolute_path) {
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) noexcept {
+  for (unsigned char c : bytes) {
     h ^= c;
     h *= 0x100000001b3ull;
   }
+  return h;
+}
+
+std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path) {
+  std::uint64_t h = fnv1a(absolute_path);  // a name (the header holds the whole path)
   static const char hex[] = "0123456789abcdef";
   std::string name(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) name[static_cast<std::size_t>(i)] = hex[h & 15];

@@ -64,6 +64,11 @@ std::optional<index_key> index_key_of(const std::string& path);
 /// `$HOME/.cache/kinetoscope`; empty when neither is set (no cache).
 std::string default_cache_dir();
 
+/// FNV-1a, 64 bits, of `bytes`, continuing from `h`: the names and keys of cache files (not a
+/// security boundary: the header holds what was hashed).
+inline constexpr std::uint64_t fnv1a_basis = 0xcbf29ce484222325ull;
+std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = fnv1a_basis) noexcept;
+
 /// Where the index of the trace `absolute_path` lies in `cache_dir`.
 std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path);
 
