@@ -44,6 +44,19 @@ class writer {
     put(static_cast<std::uint64_t>(s.size()));
     out_.append(s);
   }
+  /// u64 n, then n texts.
+  void put_texts(const std::vector<std::string>& list) {
+    put(static_cast<std::uint64_t>(list.size()));
+    for (const std::string& t : list) put_text(t);
+  }
+  /// u64 n, then n (key, body) texts.
+  void put_bodies(const std::map<std::string, std::string>& bodies) {
+    put(static_cast<std::uint64_t>(bodies.size()));
+    for (const auto& [key, body] : bodies) {
+      put_text(key);
+      put_text(body);
+    }
+  }
   /// The id of `s` in the string table (written by finish()).
   std::uint32_t id(const std::string& s) {
     auto [it, inserted] = ids_.try_emplace(s, static_cast<std::uint32_t>(strings_.size()));
@@ -97,11 +110,23 @@ class reader {
     if (n > (b_.size() - at_) / min_bytes) throw std::runtime_error("a record count is larger than the section");
     return static_cast<std::size_t>(n);
   }
-  void read_strings() {
-    const std::size_t n = count(sizeof(std::uint64_t));
-    strings_.reserve(n);
-    for (std::size_t i = 0; i < n; ++i) strings_.emplace_back(text());
+  /// What writer::put_texts() wrote.
+  std::vector<std::string> texts() {
+    std::vector<std::string> out(count(sizeof(std::uint64_t)));
+    for (std::string& t : out) t = text();
+    return out;
   }
+  /// What writer::put_bodies() wrote; a key twice is refused.
+  std::map<std::string, std::string> bodies() {
+    std::map<std::string, std::string> out;
+    for (std::size_t i = 0, n = count(2 * sizeof(std::uint64_t)); i < n; ++i) {
+      std::string key(text());
+      std::string body(text());
+      if (!out.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a body is repeated");
+    }
+    return out;
+  }
+  void read_strings() { strings_ = texts(); }
   const std::string& str(std::uint32_t id) const {
     if (id >= strings_.size()) throw std::runtime_error("a string id is out of range");
     return strings_[id];
@@ -118,7 +143,6 @@ class reader {
 };
 
 // Smallest encoded record sizes (count() checks).
-constexpr std::size_t body_min = 2 * sizeof(std::uint64_t);
 constexpr std::size_t comm_min = 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4;
 constexpr std::size_t interval_bytes = 16;
 constexpr std::size_t step_min = 4 + 6 * 8;
@@ -165,16 +189,10 @@ std::string summary_to_bytes(const file_summary& s) {
 
   // The bodies and the per-record parts as records (they are most of the bytes).
   writer w;
-  w.put(static_cast<std::uint64_t>(s.bodies.size()));
-  for (const auto& [key, body] : s.bodies) {
-    w.put_text(key);
-    w.put_text(body);
-  }
+  w.put_bodies(s.bodies);
   const an::packed_comm_records& comm = s.distributed.records;
-  for (const auto* list : {&comm.names, &comm.steps}) {
-    w.put(static_cast<std::uint64_t>(list->size()));
-    for (const std::string& t : *list) w.put_text(t);
-  }
+  w.put_texts(comm.names);
+  w.put_texts(comm.steps);
   w.put(static_cast<std::uint64_t>(comm.records.size()));
   for (const an::packed_comm_records::record& r : comm.records) {
     w.put(r.name);
@@ -196,8 +214,7 @@ std::string summary_to_bytes(const file_summary& s) {
     w.put(w.id(r.name));
     for (double v : {r.start, r.end, r.compute, r.communication, r.overlap, r.data_loading}) w.put(v);
   }
-  w.put(static_cast<std::uint64_t>(s.rank.strings.size()));
-  for (const std::string& t : s.rank.strings) w.put_text(t);
+  w.put_texts(s.rank.strings);
   w.put(static_cast<std::uint64_t>(s.rank.collectives.size()));
   for (const an::rank_collective& c : s.rank.collectives) {
     w.put(c.group);
@@ -244,16 +261,10 @@ file_summary summary_from_bytes(std::string_view bytes) {
     s.rank_id = j.at("rank_id").get<std::int64_t>();
 
     r.read_strings();
-    for (std::size_t i = 0, n = r.count(body_min); i < n; ++i) {
-      std::string key(r.text());
-      std::string body(r.text());
-      if (!s.bodies.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a body is repeated");
-    }
+    s.bodies = r.bodies();
     an::packed_comm_records& comm = s.distributed.records;
-    for (auto* list : {&comm.names, &comm.steps}) {
-      list->resize(r.count(sizeof(std::uint64_t)));
-      for (std::string& t : *list) t = r.text();
-    }
+    comm.names = r.texts();
+    comm.steps = r.texts();
     comm.records.resize(r.count(comm_min));
     for (an::packed_comm_records::record& c : comm.records) {
       c.name = r.get<std::uint32_t>();
@@ -281,8 +292,7 @@ file_summary summary_from_bytes(std::string_view bytes) {
       st.name = r.str(r.get<std::uint32_t>());
       for (double* f : {&st.start, &st.end, &st.compute, &st.communication, &st.overlap, &st.data_loading}) *f = r.finite();
     }
-    s.rank.strings.resize(r.count(sizeof(std::uint64_t)));
-    for (std::string& t : s.rank.strings) t = r.text();
+    s.rank.strings = r.texts();
     s.rank.collectives.resize(r.count(collective_min));
     for (an::rank_collective& c : s.rank.collectives) {
       c.group = r.get<std::uint32_t>();
@@ -318,11 +328,7 @@ std::string span_bodies_to_bytes(const span_bodies& b) {
   writer w;
   w.bytes().append(span_magic, sizeof(span_magic));
   w.put(static_cast<std::uint8_t>(b.available ? 1 : 0));
-  w.put(static_cast<std::uint64_t>(b.bodies.size()));
-  for (const auto& [key, body] : b.bodies) {
-    w.put_text(key);
-    w.put_text(body);
-  }
+  w.put_bodies(b.bodies);
   return std::move(w.bytes());
 }
 
@@ -334,11 +340,7 @@ span_bodies span_bodies_from_bytes(std::string_view bytes) {
   const auto available = r.get<std::uint8_t>();
   if (available > 1) throw std::runtime_error("a span's available flag is not a bool");
   b.available = available == 1;
-  for (std::size_t i = 0, n = r.count(body_min); i < n; ++i) {
-    std::string key(r.text());
-    std::string body(r.text());
-    if (!b.bodies.emplace(std::move(key), std::move(body)).second) throw std::runtime_error("a span body is repeated");
-  }
+  b.bodies = r.bodies();
   if (!r.done()) throw std::runtime_error("bytes after a span's bodies");
   return b;
 }
