@@ -260,6 +260,8 @@ struct store::impl {
   };
   mutable std::list<lru_entry> lru_;
   mutable std::uint64_t lru_bytes_ = 0;
+  /// max_memory less the summaries when a profile last joined the LRU (under lru_mutex_).
+  mutable std::uint64_t profile_budget_ = options.max_memory;
   mutable std::atomic<std::uint64_t> full_loads_{0};
   struct demand_job {
     std::string path, rel;
@@ -749,11 +751,19 @@ struct store::impl {
 
   void keep_resident(const std::shared_ptr<const profile>& p, clock_type::duration pin = {}) const {
     std::vector<std::shared_ptr<const profile>> dropped;  // released after the lock
-    // The budget holds the summaries first; the full profiles get what is left.
-    const std::uint64_t summaries = options.max_memory > 0 ? summary_bytes() : 0;
-    const std::uint64_t budget = options.max_memory > summaries ? options.max_memory - summaries : 0;
+    // The budget holds the summaries first; the full profiles get what is left. Summaries change
+    // only with loads, and each load brings a profile new to the LRU: only then are they summed
+    // again (a request's recency bump, the hot path, uses the last sum).
+    bool known = false;
     {
       std::lock_guard lock(lru_mutex_);
+      known = std::any_of(lru_.begin(), lru_.end(), [&](const lru_entry& e) { return e.p == p; });
+    }
+    const std::uint64_t summaries = !known && options.max_memory > 0 ? summary_bytes() : 0;
+    {
+      std::lock_guard lock(lru_mutex_);
+      if (!known) profile_budget_ = options.max_memory > summaries ? options.max_memory - summaries : 0;
+      const std::uint64_t budget = profile_budget_;
       const auto now = clock_type::now();
       const auto until = pin > clock_type::duration::zero() ? now + pin : clock_type::time_point{};
       bool found = false;
