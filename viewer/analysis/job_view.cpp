@@ -5,8 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
-#include <map>
-#include <stdexcept>
 #include <unordered_map>
 
 #include "analysis/intervals.hpp"
