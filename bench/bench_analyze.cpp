@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/huge_pages.hpp"
 #include "analysis/kernel_view.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/memory_view.hpp"
@@ -136,6 +137,8 @@ std::string size_label(double mb) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   const auto [quick, keep] = bench::parse_big_trace_args(argc, argv);
   const std::string input = bench::big_trace_input();
   std::vector<double> sizes = {100};

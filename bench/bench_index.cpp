@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/huge_pages.hpp"
 #include "server/api.hpp"
 #include "server/store.hpp"
 #include "server/trace_index.hpp"
@@ -218,6 +219,8 @@ int over_budget(double mb, bool keep) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   double cold_mb = 10000, mb = 1000;
   bool keep = true;
   for (int i = 1; i < argc; ++i) {

@@ -34,6 +34,7 @@
 
 #include "bench_process.hpp"
 #include "dist_job_writer.hpp"
+#include "analysis/huge_pages.hpp"
 #include "server/api.hpp"
 #include "server/store.hpp"
 
@@ -155,6 +156,8 @@ int serve_job(const fs::path& logdir, const fs::path& cache, const char* label, 
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   int ranks = 256;
   double mb = 50;
   bool keep = true;

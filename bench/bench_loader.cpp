@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/huge_pages.hpp"
 #include "analysis/loader.hpp"
 
 #include "big_trace_file.hpp"
@@ -92,6 +93,8 @@ result measure(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   const auto [quick, keep] = bench::parse_big_trace_args(argc, argv);
   const std::string input = bench::big_trace_input();
   struct job {

@@ -34,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/huge_pages.hpp"
 #include "server/api.hpp"
 #include "server/store.hpp"
 #include "server/timeline.hpp"
@@ -145,6 +146,8 @@ int run_resnet(double mb, bool keep);
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   const bench::big_trace_args args = bench::parse_big_trace_args(argc, argv);
   double mb = args.quick ? 100 : 1000;
   double small_mb = args.quick ? 30 : 300;

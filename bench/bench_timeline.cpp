@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/huge_pages.hpp"
 #include "analysis/loader.hpp"
 #include "server/timeline.hpp"
 
@@ -79,6 +80,8 @@ std::size_t count_slices(const std::string& json) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // as the kinetoscope command does
+  std::printf("heap: %s\n", kinetoscope::analysis::heap_description().c_str());
   const auto [quick, keep] = bench::parse_big_trace_args(argc, argv);
   double mb = quick ? 100 : 1000;
   if (const char* env = std::getenv("KINETOSCOPE_BENCH_MB"); env != nullptr && std::atof(env) > 0) mb = std::atof(env);

@@ -416,9 +416,10 @@ inline dist_job_report write_dist_job(const std::filesystem::path& dir, const di
   if (options.ranks < 1) throw std::runtime_error("--ranks must be at least 1");
   dist_job_options o = options;
   if (o.steps <= 0) {
-    // Measure one step of a small job of the same shape, then size the real one.
+    // Measure one step of the same job in memory, then size the real one. (All ranks: a
+    // collective's "Process Group Ranks" lists the whole group, so a step's size grows with the
+    // world size; a probe of 8 ranks made 256-rank traces 65 MB where 50 were asked for.)
     dist_job_options probe = o;
-    probe.ranks = std::min(o.ranks, std::max(1, o.tp_size));
     probe.steps = 2;
     std::vector<detail::rank_sink> sinks;
     for (int i = 0; i < probe.ranks; ++i) sinks.emplace_back(std::string());

@@ -9,6 +9,7 @@
 #include "cli/analyze.hpp"
 #include "cli/index.hpp"
 #include "cli/scalars.hpp"
+#include "analysis/huge_pages.hpp"
 #include "server/serve.hpp"
 
 namespace {
@@ -25,13 +26,15 @@ void usage(std::ostream& out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kinetoscope::analysis::configure_heap(argv);  // (see huge_pages.hpp: loads are ~3x faster)
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     usage(args.empty() ? std::cerr : std::cout);
     return args.empty() ? 2 : 0;
   }
   if (args[0] == "--version") {
-    std::cout << "kinetoscope " << kinetoscope::server::version << '\n';
+    std::cout << "kinetoscope " << kinetoscope::server::version << '\n'
+              << "heap: " << kinetoscope::analysis::heap_description() << '\n';
     return 0;
   }
   if (args[0] == "analyze") {

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <arpa/inet.h>
+#include <gnu/libc-version.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -876,7 +877,108 @@ TEST_CASE("http: start-up errors") {
     {
       child c({"--version"}, err_file);
       CHECK(c.first_line() == "kinetoscope 0.1.0");
+      CHECK(c.first_line().starts_with("heap: "));
       CHECK(c.wait_exit() == 0);
     }
+  }
+}
+
+namespace {
+
+/// Sets (or with nullptr removes) an environment variable for one scope, then puts it back.
+struct scoped_env {
+  std::string name;
+  std::optional<std::string> saved;
+  scoped_env(const char* n, const char* value) : name(n) {
+    if (const char* v = std::getenv(n)) saved = v;
+    if (value != nullptr) ::setenv(n, value, 1);
+    else ::unsetenv(n);
+  }
+  ~scoped_env() {
+    if (saved) ::setenv(name.c_str(), saved->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+/// The environment of process `pid`, as its exec left it.
+std::vector<std::string> environment_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string item; std::getline(in, item, '\0');) out.push_back(item);
+  return out;
+}
+
+/// Whether this machine lets the viewer turn on huge pages: the kernel has transparent huge
+/// pages (not "never"), glibc has the tunable (2.35+), and this is not a sanitizer build.
+bool platform_has_huge_pages() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;
+#else
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  if (!std::getline(in, line) || line.find('[') == std::string::npos || line.find("[never]") != std::string::npos)
+    return false;
+  int major = 0, minor = 0;
+  return std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor) == 2 && (major > 2 || minor >= 35);
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("http: the server re-executes itself once with huge pages for its heap, where the platform has them") {
+  test_logdir logs;
+  temp_dir scratch;
+  const bool platform = platform_has_huge_pages();
+  CAPTURE(platform);
+  auto tunables_of = [](pid_t pid) {
+    std::vector<std::string> found;
+    for (const std::string& item : environment_of(pid))
+      if (item.starts_with("GLIBC_TUNABLES=")) found.push_back(item.substr(15));
+    return found;
+  };
+  auto version_heap_line = [&] {
+    child c({"--version"}, scratch.path / "version.txt");
+    CHECK(c.first_line() == "kinetoscope 0.1.0");
+    const std::string heap = c.first_line();
+    CHECK(c.wait_exit() == 0);
+    return heap;
+  };
+  scoped_env opt_out("KINETOSCOPE_HUGE_PAGES", nullptr);
+  scoped_env guard("KINETOSCOPE_HUGE_PAGES_REEXEC", nullptr);
+  SUBCASE("by default: the same process (pid, arguments, descriptors) with the tunable added") {
+    scoped_env tunables("GLIBC_TUNABLES", nullptr);
+    server srv(logs.logdir);  // its start line came through the same stdout pipe
+    const json runs = srv.wait_loaded();
+    CHECK(runs.at("runs").size() == 2);  // --logdir survived the exec
+    if (platform) CHECK(tunables_of(srv.proc->pid()) == std::vector<std::string>{"glibc.malloc.hugetlb=1"});
+    else CHECK(tunables_of(srv.proc->pid()).empty());
+    const std::string heap = version_heap_line();
+    if (platform) CHECK(heap == "heap: transparent huge pages (glibc.malloc.hugetlb=1, one malloc arena)");
+    else CHECK(heap.starts_with("heap: default pages ("));
+  }
+  SUBCASE("the user's other tunables are kept") {
+    scoped_env tunables("GLIBC_TUNABLES", "glibc.malloc.tcache_count=7");
+    server srv(logs.logdir);
+    // (What /proc shows of the value past the first tunable depends on how ld.so parsed it:
+    // glibc 2.36 leaves a NUL where the ':' was. The process's own view is --version's.)
+    const std::vector<std::string> seen = tunables_of(srv.proc->pid());
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].starts_with("glibc.malloc.tcache_count=7"));
+    const std::string heap = version_heap_line();
+    if (platform) CHECK(heap == "heap: transparent huge pages (glibc.malloc.hugetlb=1, one malloc arena)");
+    else CHECK(heap.starts_with("heap: default pages ("));
+  }
+  SUBCASE("a user's own glibc.malloc.hugetlb wins") {
+    scoped_env tunables("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0");
+    server srv(logs.logdir);
+    CHECK(tunables_of(srv.proc->pid()) == std::vector<std::string>{"glibc.malloc.hugetlb=0"});
+    if (platform) CHECK(version_heap_line() == "heap: default pages (GLIBC_TUNABLES sets glibc.malloc.hugetlb=0)");
+  }
+  SUBCASE("KINETOSCOPE_HUGE_PAGES=0 turns it off") {
+    scoped_env tunables("GLIBC_TUNABLES", nullptr);
+    scoped_env off("KINETOSCOPE_HUGE_PAGES", "0");
+    server srv(logs.logdir);
+    CHECK(tunables_of(srv.proc->pid()).empty());
+    if (platform) CHECK(version_heap_line() == "heap: default pages (KINETOSCOPE_HUGE_PAGES=0)");
   }
 }

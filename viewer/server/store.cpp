@@ -155,6 +155,7 @@ struct store::impl {
   std::vector<std::string> order_;           ///< discovery order of files_ keys
   std::deque<std::pair<std::string, std::uint64_t>> queue_;  ///< (path, token)
   std::size_t loading_ = 0;
+  std::atomic<bool> demand_loading_{false};  ///< the on-demand thread is loading (release_free_memory)
   /// The loads in flight (stable addresses: their progress counters are written without mutex_).
   struct flight {
     std::string path;  ///< absolute, as files_ keys it
@@ -565,9 +566,8 @@ struct store::impl {
         slot->weak = full;
         keep_resident(full);
         full.reset();
-        release_free_memory();  // when the budget let it go at once
       }
-      std::lock_guard lock(mutex_);
+      std::unique_lock lock(mutex_);
       --loading_;
       flights_.remove_if([&](const flight& f) { return &f == mine; });
       auto it = files_.find(path);
@@ -603,16 +603,31 @@ struct store::impl {
         }
       }
       changed_.notify_all();
+      lock.unlock();
+      release_free_memory();  // after the last load of a burst
     }
   }
 
   /// Gives the pages of freed heap (the load's JSON text, op trees) back to the system: glibc
   /// keeps freed memory below the top of the heap otherwise, and the resident size would stay
   /// at the load's peak.
-  static void release_free_memory() {
+  static void trim_heap() {
 #if defined(__GLIBC__)
     malloc_trim(0);
 #endif
+  }
+
+  /// trim_heap(), unless another load is running or queued: that one reuses the freed pages
+  /// (the resident size stays at the loads' peak until the burst ends, then drops), and the
+  /// kernel does not have to hand out and zero fresh pages for every file. Measured on a cold
+  /// start of 32 rank traces: zeroing fresh pages was 15 % of the time with a trim per load.
+  void release_free_memory() const {
+    if (demand_loading_.load(std::memory_order_relaxed)) return;
+    {
+      std::lock_guard lock(mutex_);
+      if (loading_ > 0 || !queue_.empty()) return;
+    }
+    trim_heap();
   }
 
   static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
@@ -661,8 +676,6 @@ struct store::impl {
     }
     // Keep the trees only while the profile stays within its trace's JSON size (see store.hpp).
     if (p->heap_bytes() + trees->heap_bytes() <= p->model.diagnostics.text_bytes) p->kept_trees_ = std::move(trees);
-    trees.reset();
-    release_free_memory();
     return p;
   }
 
@@ -806,6 +819,7 @@ struct store::impl {
       }
       std::string error;
       std::shared_ptr<const profile> p;
+      demand_loading_.store(true, std::memory_order_relaxed);
       try {
         p = load_full(job.path, job.rel, *job.slot, *job.summary, error);
       } catch (const std::exception& e) {
@@ -823,6 +837,7 @@ struct store::impl {
       }
       job.slot->cv.notify_all();
       p.reset();
+      demand_loading_.store(false, std::memory_order_relaxed);
       release_free_memory();
     }
   }
@@ -1166,7 +1181,7 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
     // pages back.
     impl_->jobs_.drop(run, span);
     impl_->dist_.drop(run, span);
-    impl::release_free_memory();
+    impl_->release_free_memory();
     if (!file.empty() && out->available) {
       try {
         write_index(file, key, span_bodies_to_bytes(*out), an::trace_model{});
