@@ -7,10 +7,11 @@
 /// they grow, the op tree and the views. With 4 KiB pages every first touch of a page is a fault,
 /// and on a virtual machine a fault costs microseconds: measured on a 2-core VM, indexing one
 /// 65 MB rank trace took 0.73 s, two thirds of it in 34 000 page faults. glibc's malloc can ask
-/// the kernel for 2 MiB pages (madvise(MADV_HUGEPAGE) on its heaps, top extensions aligned), which
-/// cuts the faults ~8x and the time to 0.26 s. That switch is the tunable
+/// the kernel for 2 MiB pages (madvise(MADV_HUGEPAGE) on the main arena's heap and on mmap()ed
+/// blocks), which cuts the faults ~8x and the time to 0.26 s. That switch is the tunable
 /// `glibc.malloc.hugetlb=1`, and glibc reads tunables only from the environment at start-up
-/// (GLIBC_TUNABLES), so the program re-executes itself once with it set.
+/// (GLIBC_TUNABLES), so the program re-executes itself once with it set. The other arenas get
+/// no huge pages, so with them on, malloc is limited to the main arena (M_ARENA_MAX = 1).
 ///
 /// Nothing else changes: same pid, arguments, descriptors and environment (plus the tunable).
 /// It is skipped when it cannot help or the user decided: KINETOSCOPE_HUGE_PAGES=0, a
