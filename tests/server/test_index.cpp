@@ -690,6 +690,33 @@ TEST_CASE("store: a profile loaded on demand stays for the request that waited, 
   }
 }
 
+TEST_CASE("store: one pin at a time: the next on-demand load ends the last one's pin") {
+  scratch dir("pins");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"two_ranks", "cpu_only"});
+  auto s = started(logdir, "", /*max_memory=*/1, /*demand_pin_seconds=*/30);
+  const auto files = s->files();
+  REQUIRE(files.size() >= 2);
+  std::vector<std::string> resident_after;  // the resident files after each on-demand load
+  for (const auto& f : files) {
+    ks::full_result r = s->acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+    REQUIRE(r.full);
+    r.full.reset();
+    std::string now;
+    for (const auto& g : s->files())
+      if (g.resident) now += g.path + ";";
+    resident_after.push_back(now);
+    // Pinned: asked again, it is there without a load.
+    const auto loads = s->full_loads();
+    CHECK(s->acquire(f.run, f.worker, f.span, std::chrono::milliseconds(0)).full);
+    CHECK(s->full_loads() == loads);
+  }
+  CHECK(s->full_loads() == files.size());
+  // Under a 1-byte budget only the file loaded last stays: each load unpinned (and so evicted)
+  // the one before it.
+  for (std::size_t i = 0; i < files.size(); ++i) CHECK(resident_after[i] == files[i].path + ";");
+}
+
 TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {
   const char* bin = std::getenv("KINETOSCOPE_BIN");
   REQUIRE_MESSAGE(bin != nullptr, "KINETOSCOPE_BIN not set (meson test sets it)");

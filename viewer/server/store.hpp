@@ -76,6 +76,7 @@ struct store_options {
   std::uint64_t max_memory = 0;
   /// A full profile loaded on demand stays loaded this long whatever the budget, so the request
   /// that waited for it (answered 503, asking again) gets it instead of starting another load.
+  /// One pin at a time: the next on-demand load ends it.
   double demand_pin_seconds = 30;
   /// Files loaded at once at start and rescans (each its own thread); a file over 512 MB still
   /// loads alone. `kinetoscope --logdir` uses the number of cores, at most 4.
