@@ -7,12 +7,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <stdexcept>
 #include <type_traits>
 
@@ -253,8 +255,30 @@ std::string_view index_status_name(index_status s) noexcept {
   return "unknown";
 }
 
-void write_index(const std::string& file, const index_key& key, std::string_view summary,
-                 const an::trace_model& model) {
+/// The model sections' kinds, in the table's order (the summary's entry comes first).
+constexpr std::uint32_t model_kinds[] = {s_string_offsets, s_string_blob, s_events,      s_ops,
+                                         s_kernels,        s_memory,      s_python,      s_fwdbwd,
+                                         s_track_metas,    s_collectives, s_model_misc};
+constexpr std::uint32_t section_count = 1 + std::size(model_kinds);
+
+index_writer::index_writer(std::string file, index_key key) : file_(std::move(file)), key_(std::move(key)) {
+  header_bytes_ = sizeof(file_header) + key_.path.size() + section_count * sizeof(table_entry);
+  std::error_code ec;
+  fs::create_directories(fs::path(file_).parent_path(), ec);
+  if (ec) throw std::runtime_error("cannot create " + fs::path(file_).parent_path().string() + ": " + ec.message());
+  static std::atomic<std::uint64_t> serial{0};  // two writers of one file in a process
+  tmp_ = file_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+}
+
+index_writer::~index_writer() {
+  if (writing_.valid()) writing_.wait();
+  if (fd_ >= 0) ::close(fd_);
+  if (!done_) ::unlink(tmp_.c_str());
+}
+
+void index_writer::write_model(const an::trace_model& model) {
   // The strings as offsets + one blob.
   std::vector<std::uint64_t> offsets;
   offsets.reserve(model.strings.size() + 1);
@@ -270,66 +294,76 @@ void write_index(const std::string& file, const index_key& key, std::string_view
     }
   }
   const std::string misc = model_misc(model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  const std::vector<std::pair<std::uint32_t, std::string_view>> parts = {
-      {s_summary, summary},
-      {s_string_offsets, column_bytes(offsets)},
-      {s_string_blob, blob},
-      {s_events, column_bytes(model.events)},
-      {s_ops, column_bytes(model.ops)},
-      {s_kernels, column_bytes(model.kernels)},
-      {s_memory, column_bytes(model.memory)},
-      {s_python, column_bytes(model.python)},
-      {s_fwdbwd, column_bytes(model.fwdbwd)},
-      {s_track_metas, column_bytes(model.track_metas)},
-      {s_collectives, column_bytes(model.collectives)},
-      {s_model_misc, misc},
+  const std::string_view parts[] = {
+      column_bytes(offsets),      blob,
+      column_bytes(model.events), column_bytes(model.ops),
+      column_bytes(model.kernels), column_bytes(model.memory),
+      column_bytes(model.python), column_bytes(model.fwdbwd),
+      column_bytes(model.track_metas), column_bytes(model.collectives),
+      misc,
   };
+  static_assert(std::size(parts) == std::size(model_kinds));
+  // The sections after the header, in this order; the summary comes after them (finish()).
+  std::uint64_t at = align_up(header_bytes_);
+  if (::lseek(fd_, static_cast<off_t>(at), SEEK_SET) < 0)
+    throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
+  static const char zeros[alignment] = {};
+  for (std::size_t i = 0; i < std::size(parts); ++i) {
+    const std::string_view bytes = parts[i];
+    table_.push_back({model_kinds[i], crc_of(bytes.data(), bytes.size()), at, bytes.size()});
+    write_all(fd_, bytes.data(), bytes.size(), tmp_);
+    const std::uint64_t next = align_up(at + bytes.size());
+    write_all(fd_, zeros, next - at - bytes.size(), tmp_);
+    at = next;
+  }
+  end_ = at;
+  model_written_ = true;
+}
 
+void index_writer::start(const an::trace_model& model) {
+  writing_ = std::async(std::launch::async, [this, &model] { write_model(model); });
+}
+
+void index_writer::finish(std::string_view summary) {
+  if (fd_ < 0) throw std::logic_error("index_writer::finish called twice");
+  if (writing_.valid()) writing_.get();  // rethrows the model write's error
+  if (!model_written_) write_model(an::trace_model{});  // (a summary alone: the span bodies)
   file_header h{};
   std::memcpy(h.magic, magic, sizeof magic);
   h.version = index_format_version;
-  h.source_size = key.size;
-  h.source_mtime_ns = key.mtime_ns;
-  h.sections = static_cast<std::uint32_t>(parts.size());
-  h.path_bytes = static_cast<std::uint32_t>(key.path.size());
-  h.header_bytes = static_cast<std::uint32_t>(sizeof(file_header) + key.path.size() + parts.size() * sizeof(table_entry));
+  h.source_size = key_.size;
+  h.source_mtime_ns = key_.mtime_ns;
+  h.sections = section_count;
+  h.path_bytes = static_cast<std::uint32_t>(key_.path.size());
+  h.header_bytes = static_cast<std::uint32_t>(header_bytes_);
   std::vector<table_entry> table;
-  std::uint64_t at = align_up(h.header_bytes);
-  for (const auto& [kind, bytes] : parts) {
-    table.push_back({kind, crc_of(bytes.data(), bytes.size()), at, bytes.size()});
-    at = align_up(at + bytes.size());
-  }
-  h.total_bytes = at;
-
-  std::error_code ec;
-  fs::create_directories(fs::path(file).parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create " + fs::path(file).parent_path().string() + ": " + ec.message());
-  const std::string tmp = file + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error("cannot create " + tmp + ": " + std::strerror(errno));
-  try {
-    write_all(fd, reinterpret_cast<const char*>(&h), sizeof h, tmp);
-    write_all(fd, key.path.data(), key.path.size(), tmp);
-    write_all(fd, reinterpret_cast<const char*>(table.data()), table.size() * sizeof(table_entry), tmp);
-    std::uint64_t pos = h.header_bytes;
-    static const char zeros[alignment] = {};
-    for (std::size_t i = 0; i < parts.size(); ++i) {
-      write_all(fd, zeros, table[i].offset - pos, tmp);
-      write_all(fd, parts[i].second.data(), parts[i].second.size(), tmp);
-      pos = table[i].offset + parts[i].second.size();
-    }
-    write_all(fd, zeros, h.total_bytes - pos, tmp);
-    if (::close(fd) != 0) throw std::runtime_error("cannot write " + tmp + ": " + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
-  }
-  if (::rename(tmp.c_str(), file.c_str()) != 0) {
+  table.reserve(section_count);
+  table.push_back({s_summary, crc_of(summary.data(), summary.size()), end_, summary.size()});
+  for (const written& t : table_) table.push_back({t.kind, t.crc, t.offset, t.size});
+  h.total_bytes = align_up(end_ + summary.size());
+  static const char zeros[alignment] = {};
+  write_all(fd_, summary.data(), summary.size(), tmp_);
+  write_all(fd_, zeros, h.total_bytes - end_ - summary.size(), tmp_);
+  if (::lseek(fd_, 0, SEEK_SET) < 0) throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
+  write_all(fd_, reinterpret_cast<const char*>(&h), sizeof h, tmp_);
+  write_all(fd_, key_.path.data(), key_.path.size(), tmp_);
+  write_all(fd_, reinterpret_cast<const char*>(table.data()), table.size() * sizeof(table_entry), tmp_);
+  // (Between the table and the first section: zeros, as the file has them from the seek.)
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
+  if (::rename(tmp_.c_str(), file_.c_str()) != 0) {
     const int e = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error("cannot rename " + tmp + " to " + file + ": " + std::strerror(e));
+    throw std::runtime_error("cannot rename " + tmp_ + " to " + file_ + ": " + std::strerror(e));
   }
+  done_ = true;
+}
+
+void write_index(const std::string& file, const index_key& key, std::string_view summary,
+                 const an::trace_model& model) {
+  index_writer w(file, key);
+  w.write_model(model);
+  w.finish(summary);
 }
 
 trace_index::~trace_index() {
