@@ -38,7 +38,7 @@ std::string env(const char* name) {
 }
 
 /// The value GLIBC_TUNABLES gives `tunable` ("name=value" items separated by ':').
-std::optional<std::string> tunable_value(std::string_view all) {
+[[maybe_unused]] std::optional<std::string> tunable_value(std::string_view all) {
   while (!all.empty()) {
     const std::size_t colon = all.find(':');
     const std::string_view item = all.substr(0, colon);
@@ -52,7 +52,7 @@ std::optional<std::string> tunable_value(std::string_view all) {
 
 /// The kernel's THP mode: the bracketed word of /sys/kernel/mm/transparent_hugepage/enabled
 /// ("always", "madvise" or "never"), empty when the file is absent or unreadable.
-std::string thp_mode() {
+[[maybe_unused]] std::string thp_mode() {
   std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string line;
   if (!std::getline(in, line)) return "";
