@@ -720,6 +720,41 @@ TEST_CASE("store: one pin at a time: the next on-demand load ends the last one's
   for (std::size_t i = 0; i < files.size(); ++i) CHECK(resident_after[i] == files[i].path + ";");
 }
 
+TEST_CASE("store: a failed on-demand load is answered as such for demand_retry_seconds, then tried again") {
+  scratch dir("retry");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"cpu_only"});
+  ks::store_options o;
+  o.logdir = logdir.string();
+  o.reload_interval_s = 0;
+  o.max_memory = 1;  // nothing stays resident: every acquire loads
+  o.demand_pin_seconds = 0;
+  o.demand_retry_seconds = 0.5;
+  ks::store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  const auto f = s.files().at(0);
+  REQUIRE(f.state == ks::file_state::loaded);
+  const fs::path file = logdir / f.path, away = dir.path / "away.json";
+  // The file goes away for a moment (rename keeps its size and mtime): the load fails.
+  fs::rename(file, away);
+  const ks::full_result failed = s.acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+  CHECK_FALSE(failed.full);
+  CHECK(failed.error.find("the file changed since it was loaded") != std::string::npos);
+  fs::rename(away, file);
+  // At once: the same error, no new load.
+  const auto loads = s.full_loads();
+  const ks::full_result again = s.acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+  CHECK(again.error == failed.error);
+  CHECK(s.full_loads() == loads);
+  // After the retry time: loaded.
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  const ks::full_result later = s.acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+  CHECK(later.error.empty());
+  CHECK(later.full);
+  CHECK(s.full_loads() == loads + 1);
+}
+
 TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {
   const char* bin = std::getenv("KINETOSCOPE_BIN");
   REQUIRE_MESSAGE(bin != nullptr, "KINETOSCOPE_BIN not set (meson test sets it)");

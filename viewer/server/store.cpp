@@ -121,7 +121,8 @@ struct full_slot {
   /// it (a budget smaller than the profile evicts it as soon as it is loaded).
   std::size_t waiters = 0;
   std::shared_ptr<const profile> handoff;
-  std::string error;  ///< the last on-demand load failed (kept until the file changes)
+  std::string error;  ///< the last on-demand load failed (for store_options::demand_retry_seconds)
+  clock_type::time_point error_at{};  ///< when it failed
   /// The trace as it was when the summary was made (a full profile must come from the same).
   std::uint64_t source_size = 0;
   std::int64_t source_mtime_ns = 0;
@@ -863,6 +864,7 @@ struct store::impl {
         if (job.slot->waiters > 0) job.slot->handoff = p;
         job.slot->loading = false;
         job.slot->error = p ? std::string() : error.empty() ? job.rel + ": cannot load" : error;
+        job.slot->error_at = clock_type::now();
       }
       job.slot->cv.notify_all();
       p.reset();
@@ -1054,8 +1056,16 @@ full_result store::acquire(std::string_view run, std::string_view worker, std::s
     return out;
   }
   if (!slot.error.empty()) {
-    out.error = slot.error;
-    return out;
+    // A failed load is answered as such for a while, then tried again: what failed may have
+    // been passing (descriptors or memory short, the file being replaced), and a rescan
+    // replaces the slot only when the file changed.
+    const auto retry = std::chrono::duration_cast<clock_type::duration>(
+        std::chrono::duration<double>(std::max(0.0, impl_->options.demand_retry_seconds)));
+    if (clock_type::now() - slot.error_at < retry) {
+      out.error = slot.error;
+      return out;
+    }
+    slot.error.clear();
   }
   if (!slot.loading) {
     slot.loading = true;

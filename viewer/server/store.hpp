@@ -78,6 +78,9 @@ struct store_options {
   /// that waited for it (answered 503, asking again) gets it instead of starting another load.
   /// One pin at a time: the next on-demand load ends it.
   double demand_pin_seconds = 30;
+  /// A full profile that failed to load on demand answers that error for this long; the next
+  /// request after it starts another load.
+  double demand_retry_seconds = 5;
   /// Files loaded at once at start and rescans (each its own thread); a file over 512 MB still
   /// loads alone. `kinetoscope --logdir` uses the number of cores, at most 4.
   unsigned loader_threads = 1;
