@@ -9,14 +9,12 @@
 /// Usage: bench_timeline [--quick] [--no-keep]   (--quick: 100 MB instead of 1 GB;
 /// KINETOSCOPE_BENCH_MB=<n> picks any size; --no-keep deletes the generated file)
 
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
@@ -25,29 +23,18 @@
 #include "analysis/loader.hpp"
 #include "server/timeline.hpp"
 
+#include "bench_process.hpp"
 #include "big_trace_file.hpp"
 
 namespace {
 
 namespace an = kinetoscope::analysis;
 using clock_type = std::chrono::steady_clock;
+using kinetoscope::bench::max_rss_mb;
+using kinetoscope::bench::rss_mb;
 
 double since_ms(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
-}
-
-/// Current resident set in MB (/proc/self/statm), 0 when unavailable.
-double rss_mb() {
-  std::ifstream f("/proc/self/statm");
-  long pages = 0, resident = 0;
-  if (!(f >> pages >> resident)) return 0;
-  return static_cast<double>(resident) * 4096.0 / 1e6;
-}
-
-double peak_rss_mb() {
-  struct rusage ru {};
-  getrusage(RUSAGE_SELF, &ru);
-  return static_cast<double>(ru.ru_maxrss) * 1024.0 / 1e6;
 }
 
 /// Median of `runs` calls of `fn` in ms; `bytes` = size of the last answer.
@@ -103,7 +90,7 @@ int main(int argc, char** argv) {
     const auto st = tl.stats();
     std::printf("  build: %.0f ms, RSS +%.0f MB (index %.0f MB; %zu tracks, %zu lanes, %zu slices, %zu level items), peak RSS %.0f MB\n",
                 build_ms, rss_mb() - before, static_cast<double>(st.memory_bytes) / 1e6, st.tracks, st.lanes,
-                st.slices, st.level_items, peak_rss_mb());
+                st.slices, st.level_items, max_rss_mb());
     std::size_t bytes = 0;
     const double tracks_ms = median_ms(7, [&] { return tl.tracks_json().size(); }, bytes);
     const std::string tracks = tl.tracks_json();
@@ -155,7 +142,7 @@ int main(int argc, char** argv) {
       return n;
     }, bytes);
     std::printf(", then %.3f ms per event (%zu bytes first answer)\n", ev_ms / 100, first ? first->size() : 0);
-    std::printf("  peak RSS %.0f MB\n", peak_rss_mb());
+    std::printf("  peak RSS %.0f MB\n", max_rss_mb());
     if (!keep) std::filesystem::remove(path);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_timeline: %s\n", e.what());
