@@ -14,12 +14,15 @@
 #include <atomic>
 #include <cstddef>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +34,7 @@
 #include "server/api.hpp"
 #include "server/store.hpp"
 #include "server/summary.hpp"
+#include "server/timeline.hpp"
 #include "server/trace_index.hpp"
 
 #include "dist_job_writer.hpp"
@@ -312,6 +316,8 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
     q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "100"}});
     const auto tl = get(*s, "timeline", q);
     CHECK(tl.status == 200);
+    // (The window may come before the load's other views: wait for the whole profile.)
+    CHECK(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
     CHECK(s->full_loads() == 1);
   }
 }
@@ -654,6 +660,9 @@ TEST_CASE("store: a budget that holds no full profile answers every request, fro
   }
   REQUIRE(order.size() == 4);
   for (query_t q : order) {
+    // (The window may come before the load's other views: wait for the whole profile, so that
+    // the loads end in this order.)
+    CHECK(t->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
     q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "100"}});
     CHECK(get(*t, "timeline", q).status == 200);
   }
@@ -753,6 +762,63 @@ TEST_CASE("store: a failed on-demand load is answered as such for demand_retry_s
   CHECK(later.error.empty());
   CHECK(later.full);
   CHECK(s.full_loads() == loads + 1);
+}
+
+TEST_CASE("store: the Trace view's requests get a loading profile once its timeline is built") {
+  scratch dir("early");
+  const fs::path logdir = dir.path / "logs";
+  copy_runs(logdir, {"resnet50_v100"});
+  // The on-demand thread stops after handing the timeline out, until the test lets it go on.
+  std::mutex m;
+  std::condition_variable cv;
+  bool reached = false, go_on = false;
+  ks::store_options o;
+  o.logdir = logdir.string();
+  o.reload_interval_s = 0;
+  o.max_memory = 1;
+  o.demand_pin_seconds = 30;
+  o.on_early_timeline = [&] {
+    std::unique_lock lock(m);
+    reached = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return go_on; });
+  };
+  ks::store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  const auto f = s.files().at(0);
+  const query_t q = {{"run", f.run}, {"worker", f.worker}, {"span", f.span}, {"start", "-1e18"}, {"end", "1e18"},
+                     {"px", "200"}};
+  auto release = [&] {
+    std::lock_guard lock(m);
+    go_on = true;
+    cv.notify_all();
+  };
+  struct on_exit {  // never leave the on-demand thread blocked, also when a REQUIRE fails
+    std::function<void()> f;
+    ~on_exit() { f(); }
+  } guard{release};
+  const ks::full_result early = s.acquire(f.run, f.worker, f.span, std::chrono::seconds(120), /*timeline_only=*/true);
+  REQUIRE(early.full);
+  REQUIRE(early.full->timeline);
+  {
+    std::unique_lock lock(m);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(120), [&] { return reached; }));
+  }
+  // The views are not computed yet: a request for the whole profile waits (the load is not done).
+  CHECK(s.full_loads() == 0);
+  const ks::full_result whole = s.acquire(f.run, f.worker, f.span, std::chrono::milliseconds(0));
+  CHECK(whole.loading);
+  CHECK_FALSE(whole.full);
+  // The Trace view's first window is answered meanwhile, as it will be from the whole profile.
+  const ks::api_response window = ks::api(s).handle({"timeline", q});
+  CHECK(window.status == 200);
+  release();
+  const ks::full_result done = s.acquire(f.run, f.worker, f.span, std::chrono::seconds(120));
+  REQUIRE(done.full);
+  CHECK(done.full == early.full);  // the same profile, now complete
+  CHECK(s.full_loads() == 1);
+  CHECK(done.full->timeline->window_json(-1e18, 1e18, 200) == window.body);
 }
 
 TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {

@@ -480,11 +480,14 @@ class router {
 
   /// The full profile of the request's (run, worker, span); 503 while it is being loaded
   /// (the page retries and says so), the load's error when it failed.
-  std::shared_ptr<const profile> full_profile(const char* run_key, const char* worker_key, const char* span_key) {
+  /// `timeline_only`: the caller reads only the timeline, model, path and generation (see
+  /// store::acquire): the Trace view's routes get the profile as soon as its timeline is built.
+  std::shared_ptr<const profile> full_profile(const char* run_key, const char* worker_key, const char* span_key,
+                                              bool timeline_only = false) {
     const std::string& run = required(r_, run_key);
     const std::string& worker = required(r_, worker_key);
     const std::string& span = required(r_, span_key);
-    full_result f = s_.acquire(run, worker, span, full_wait);
+    full_result f = s_.acquire(run, worker, span, full_wait, timeline_only);
     if (f.full) return std::move(f.full);
     if (f.loading) throw api_error{503, "loading " + f.path + " for this view"};
     if (!f.error.empty()) throw api_error{500, f.error};
@@ -507,9 +510,10 @@ class router {
     }
     if (route.starts_with("timeline") && !sum->timeline_error.empty())
       throw api_error{404, "no timeline for this profile: " + sum->timeline_error};
-    auto p = full_profile("run", "worker", "span");
+    const bool timeline_only = route.starts_with("timeline") && route != "timeline/tracks";
+    auto p = full_profile("run", "worker", "span", timeline_only);
     const profile& pr = *p;
-    if (route.starts_with("timeline") && route != "timeline/tracks") return timeline_route(route, pr);
+    if (timeline_only) return timeline_route(route, pr);  // reads pr's timeline, model, generation only
     const auto range = route == "memory" || route == "memory_events" ? memory_range(r_) : std::nullopt;
     if (range) {
       // Validate before the cache lookup so bad input never hits a cached body.

@@ -16,6 +16,7 @@
 #include <deque>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <list>
 #include <map>
 #include <mutex>
@@ -121,6 +122,9 @@ struct full_slot {
   /// it (a budget smaller than the profile evicts it as soon as it is loaded).
   std::size_t waiters = 0;
   std::shared_ptr<const profile> handoff;
+  /// During an on-demand load: the profile once its timeline is built, while its other views
+  /// are still being computed (acquire with timeline_only). Reset when the load ends.
+  std::shared_ptr<const profile> early;
   std::string error;  ///< the last on-demand load failed (for store_options::demand_retry_seconds)
   clock_type::time_point error_at{};  ///< when it failed
   /// The trace as it was when the summary was made (a full profile must come from the same).
@@ -646,10 +650,12 @@ struct store::impl {
 
   /// `writer` (optional): the index being written; its model sections are written while the
   /// views are computed (index_writer::start), the caller finishes it with the summary.
-  static std::shared_ptr<profile> load_profile(const std::string& path, const std::string& rel, std::uint64_t bytes,
-                                               std::uint64_t max_text_bytes, std::atomic<std::uint64_t>* progress,
-                                               std::string& error, int& error_number,
-                                               index_writer* writer = nullptr) {
+  /// `generation`: 0 for a new one. `timeline_ready`: see build_profile.
+  static std::shared_ptr<profile> load_profile(
+      const std::string& path, const std::string& rel, std::uint64_t bytes, std::uint64_t max_text_bytes,
+      std::atomic<std::uint64_t>* progress, std::string& error, int& error_number, index_writer* writer = nullptr,
+      std::uint64_t generation = 0,
+      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {}) {
     an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes, .progress_bytes = progress});
     if (!r.ok()) {
       // Named by the path relative to the logdir: /api/status shows it.
@@ -663,13 +669,18 @@ struct store::impl {
       error_number = r.error ? r.error->sys_errno : 0;
       return nullptr;
     }
-    return build_profile(std::move(*r.model), rel, bytes, next_generation(), writer);
+    return build_profile(std::move(*r.model), rel, bytes, generation != 0 ? generation : next_generation(), writer,
+                         timeline_ready);
   }
 
   /// Every view of `model` (the load's analysis part, also run on a model read from an index).
-  /// (`writer`: see load_profile.)
-  static std::shared_ptr<profile> build_profile(an::trace_model model, const std::string& rel, std::uint64_t bytes,
-                                                std::uint64_t generation, index_writer* writer = nullptr) {
+  /// (`writer`: see load_profile.) `timeline_ready` (optional) is called with the profile once
+  /// its model and timeline are in place, before the op tree and the views: see
+  /// store::acquire's timeline_only.
+  static std::shared_ptr<profile> build_profile(
+      an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
+      index_writer* writer = nullptr,
+      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {}) {
     auto p = std::make_shared<profile>();
     p->path = rel;
     p->file_bytes = bytes;
@@ -685,6 +696,13 @@ struct store::impl {
         if (w != nullptr) w->wait();
       }
     } writer_guard{writer};
+    try {
+      p->timeline = std::make_unique<timeline>(p->model);
+      p->timeline->prepare_flows();
+    } catch (const std::exception& e) {
+      p->timeline_error = e.what();
+    }
+    if (timeline_ready) timeline_ready(p);
     auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
     p->tree_stats = trees->stats;
     p->used_devices = trees->used_devices;
@@ -696,12 +714,6 @@ struct store::impl {
     p->kernel_view = an::kernel_view_present(p->model, *trees);
     p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
     p->kernel_columns = an::kernel_view_metric_columns(p->model);
-    try {
-      p->timeline = std::make_unique<timeline>(p->model);
-      p->timeline->prepare_flows();
-    } catch (const std::exception& e) {
-      p->timeline_error = e.what();
-    }
     // Keep the trees only while the profile stays within its trace's JSON size (see store.hpp).
     if (p->heap_bytes() + trees->heap_bytes() <= p->model.diagnostics.text_bytes) p->kept_trees_ = std::move(trees);
     return p;
@@ -752,8 +764,10 @@ struct store::impl {
   /// The full profile of a loaded file, from its index when valid, else from the trace; in the
   /// caller's thread (the on-demand thread). Null with `error` set when it fails, or when the
   /// file is no longer the one the summary was made from.
-  std::shared_ptr<const profile> load_full(const std::string& path, const std::string& rel, const full_slot& slot,
-                                           const file_summary& sum, std::string& error) const {
+  /// (`timeline_ready`: see build_profile.)
+  std::shared_ptr<const profile> load_full(
+      const std::string& path, const std::string& rel, const full_slot& slot, const file_summary& sum,
+      std::string& error, const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready) const {
     const std::optional<index_key> key = index_key_of(path);
     if (!key || key->size != slot.source_size || key->mtime_ns != slot.source_mtime_ns) {
       error = rel + ": the file changed since it was loaded (it is being loaded again)";
@@ -765,13 +779,13 @@ struct store::impl {
       trace_index idx;
       an::trace_model model;
       if (idx.open(index_file_path(options.cache_dir, key->path), *key) == index_status::ok && idx.read_model(model))
-        p = build_profile(std::move(model), rel, key->size, sum.generation);
+        p = build_profile(std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready);
     }
     if (!p) {
       int error_number = 0;
-      p = load_profile(path, rel, key->size, options.max_text_bytes, nullptr, error, error_number);
+      p = load_profile(path, rel, key->size, options.max_text_bytes, nullptr, error, error_number, nullptr,
+                       sum.generation, timeline_ready);
       if (!p) return nullptr;
-      p->generation = sum.generation;
     }
     p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     full_loads_.fetch_add(1, std::memory_order_relaxed);
@@ -851,7 +865,15 @@ struct store::impl {
       std::shared_ptr<const profile> p;
       demand_loading_.store(true, std::memory_order_relaxed);
       try {
-        p = load_full(job.path, job.rel, *job.slot, *job.summary, error);
+        p = load_full(job.path, job.rel, *job.slot, *job.summary, error,
+                      [&](const std::shared_ptr<const profile>& early) {
+                        {
+                          std::lock_guard lock(job.slot->m);
+                          job.slot->early = early;
+                        }
+                        job.slot->cv.notify_all();
+                        if (options.on_early_timeline) options.on_early_timeline();
+                      });
       } catch (const std::exception& e) {
         error = job.rel + ": " + e.what();
       }
@@ -862,6 +884,7 @@ struct store::impl {
         std::lock_guard lock(job.slot->m);
         job.slot->weak = p;
         if (job.slot->waiters > 0) job.slot->handoff = p;
+        job.slot->early.reset();
         job.slot->loading = false;
         job.slot->error = p ? std::string() : error.empty() ? job.rel + ": cannot load" : error;
         job.slot->error_at = clock_type::now();
@@ -1034,7 +1057,7 @@ std::shared_ptr<const file_summary> store::find_summary(std::string_view run, st
 }
 
 full_result store::acquire(std::string_view run, std::string_view worker, std::string_view span,
-                           std::chrono::milliseconds wait) const {
+                           std::chrono::milliseconds wait, bool timeline_only) const {
   impl::demand_job job;
   {
     std::lock_guard lock(impl_->mutex_);
@@ -1053,6 +1076,10 @@ full_result store::acquire(std::string_view run, std::string_view worker, std::s
     lock.unlock();
     impl_->keep_resident(p);
     out.full = std::move(p);
+    return out;
+  }
+  if (timeline_only && slot.early) {
+    out.full = slot.early;
     return out;
   }
   if (!slot.error.empty()) {
@@ -1075,11 +1102,12 @@ full_result store::acquire(std::string_view run, std::string_view worker, std::s
     }
     impl_->demand_cv_.notify_all();
   }
-  const auto done = [&] { return !slot.loading; };
+  const auto done = [&] { return !slot.loading || (timeline_only && slot.early); };
   ++slot.waiters;
   if (wait == std::chrono::milliseconds::max()) slot.cv.wait(lock, done);
   else slot.cv.wait_for(lock, wait, done);
   std::shared_ptr<const profile> p = slot.handoff ? slot.handoff : slot.weak.lock();
+  if (!p && timeline_only) p = slot.early;
   if (--slot.waiters == 0) slot.handoff.reset();
   if (p) {
     out.full = std::move(p);

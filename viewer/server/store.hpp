@@ -81,6 +81,9 @@ struct store_options {
   /// A full profile that failed to load on demand answers that error for this long; the next
   /// request after it starts another load.
   double demand_retry_seconds = 5;
+  /// For tests: called on the on-demand thread once a loading profile's timeline has been
+  /// handed to timeline-only requests (store::acquire), before its other views are computed.
+  std::function<void()> on_early_timeline;
   /// Files loaded at once at start and rescans (each its own thread); a file over 512 MB still
   /// loads alone. `kinetoscope --logdir` uses the number of cores, at most 4.
   unsigned loader_threads = 1;
@@ -242,8 +245,14 @@ class store {
   /// The full profile of (run, worker, span): the resident one, else loaded (from its index
   /// when valid, else from the trace) by the store's on-demand thread while the caller waits at
   /// most `wait`. Concurrent callers share one load.
+  ///
+  /// `timeline_only`: the caller reads only the profile's model, timeline, timeline_error, path
+  /// and generation (the Trace view's routes). Then it may get the profile as soon as its
+  /// timeline is built, while the demand thread still computes its other views (those members
+  /// are written meanwhile: reading them would race). On a 1 GB trace read from its index that
+  /// is about a second sooner than the whole profile.
   full_result acquire(std::string_view run, std::string_view worker, std::string_view span,
-                      std::chrono::milliseconds wait) const;
+                      std::chrono::milliseconds wait, bool timeline_only = false) const;
   /// acquire() waiting as long as the load takes; nullptr when the file is unknown or its load
   /// failed.
   std::shared_ptr<const profile> find(std::string_view run, std::string_view worker, std::string_view span) const;
