@@ -21,7 +21,10 @@ void usage(std::ostream& out) {
          "  kinetoscope index PATH...  build the persisted index of trace files without a server\n"
          "                             (kinetoscope index --help for its options)\n"
          "  kinetoscope scalars PATH   scalar series of TensorBoard event files under a logdir\n"
-         "                             (kinetoscope scalars --help for its options)\n";
+         "                             (kinetoscope scalars --help for its options)\n"
+         "environment:\n"
+         "  KINETOSCOPE_HUGE_PAGES=0   keep the default heap pages (kinetoscope --version says\n"
+         "                             what the heap uses; see README \"Huge pages\")\n";
 }
 }  // namespace
 
