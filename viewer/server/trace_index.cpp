@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <iterator>
 #include <stdexcept>
+#include <system_error>
 #include <type_traits>
 
 #include "nlohmann/json.hpp"
@@ -321,7 +322,11 @@ void index_writer::write_model(const an::trace_model& model) {
 }
 
 void index_writer::start(const an::trace_model& model) {
-  writing_ = std::async(std::launch::async, [this, &model] { write_model(model); });
+  try {
+    writing_ = std::async(std::launch::async, [this, &model] { write_model(model); });
+  } catch (const std::system_error&) {
+    write_model(model);  // no thread to be had (EAGAIN): write them now
+  }
 }
 
 void index_writer::finish(std::string_view summary) {
