@@ -332,7 +332,7 @@ void index_writer::start(const an::trace_model& model) {
 void index_writer::finish(std::string_view summary) {
   if (fd_ < 0) throw std::logic_error("index_writer::finish called twice");
   if (writing_.valid()) writing_.get();  // rethrows the model write's error
-  if (!model_written_) write_model(an::trace_model{});  // (a summary alone: the span bodies)
+  if (!model_written_) throw std::logic_error("index_writer::finish before the model's sections");
   file_header h{};
   std::memcpy(h.magic, magic, sizeof magic);
   h.version = index_format_version;

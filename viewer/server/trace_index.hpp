@@ -114,7 +114,7 @@ class index_writer {
   void wait() noexcept {
     if (writing_.valid()) writing_.wait();
   }
-  /// Waits for the model's sections (an empty model if none were written), appends `summary`,
+  /// Waits for the model's sections (write_model() or start() first), appends `summary`,
   /// writes the header and renames the file into place. Throws std::runtime_error (also the
   /// model write's error); the temporary file is then removed by the destructor.
   void finish(std::string_view summary);
