@@ -943,6 +943,12 @@ TEST_CASE("http: the server re-executes itself once with huge pages for its heap
     CHECK(c.wait_exit() == 0);
     return heap;
   };
+  // --version's heap line where nothing turns huge pages off: on where the platform has them.
+  auto check_default_heap_line = [&] {
+    const std::string heap = version_heap_line();
+    if (platform) CHECK(heap == "heap: transparent huge pages (glibc.malloc.hugetlb=1, one malloc arena)");
+    else CHECK(heap.starts_with("heap: default pages ("));
+  };
   scoped_env opt_out("KINETOSCOPE_HUGE_PAGES", nullptr);
   scoped_env guard("KINETOSCOPE_HUGE_PAGES_REEXEC", nullptr);
   SUBCASE("by default: the same process (pid, arguments, descriptors) with the tunable added") {
@@ -952,9 +958,7 @@ TEST_CASE("http: the server re-executes itself once with huge pages for its heap
     CHECK(runs.at("runs").size() == 2);  // --logdir survived the exec
     if (platform) CHECK(tunables_of(srv.proc->pid()) == std::vector<std::string>{"glibc.malloc.hugetlb=1"});
     else CHECK(tunables_of(srv.proc->pid()).empty());
-    const std::string heap = version_heap_line();
-    if (platform) CHECK(heap == "heap: transparent huge pages (glibc.malloc.hugetlb=1, one malloc arena)");
-    else CHECK(heap.starts_with("heap: default pages ("));
+    check_default_heap_line();
   }
   SUBCASE("the user's other tunables are kept") {
     scoped_env tunables("GLIBC_TUNABLES", "glibc.malloc.tcache_count=7");
@@ -964,9 +968,7 @@ TEST_CASE("http: the server re-executes itself once with huge pages for its heap
     const std::vector<std::string> seen = tunables_of(srv.proc->pid());
     REQUIRE(seen.size() == 1);
     CHECK(seen[0].starts_with("glibc.malloc.tcache_count=7"));
-    const std::string heap = version_heap_line();
-    if (platform) CHECK(heap == "heap: transparent huge pages (glibc.malloc.hugetlb=1, one malloc arena)");
-    else CHECK(heap.starts_with("heap: default pages ("));
+    check_default_heap_line();
   }
   SUBCASE("a user's own glibc.malloc.hugetlb wins") {
     scoped_env tunables("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0");
