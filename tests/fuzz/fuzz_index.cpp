@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // libFuzzer target: a persisted index file (server/trace_index.hpp) as the server reads it:
 // the header, the section table and the summary, the summary's records (summary_from_bytes, or
-// span_bodies_from_bytes for a span's cache file) and
-// the model's columns (read_model). The key the server would ask for is taken from the input's
-// own header, and every section's CRC-32 is set right before the file is written, so mutations
+// span_bodies_from_bytes for a span's cache file), the model's columns (read_model) and the
+// timeline's (read_timeline). The key the server would ask for is taken from the input's own
+// header, and every section's CRC-32 is set right before the file is written, so mutations
 // get past the key and checksum checks to the summary parser and the record checks; a model
 // that read_model() accepts must be safe to analyse, so it goes through the op tree, the
-// report and the timeline. (A wrong checksum is rejected before anything reads the section:
+// report and the timeline, and timeline columns that the timeline's constructor accepts are
+// queried like a built one. (A wrong checksum is rejected before anything reads the section:
 // that path is exercised by tests/server/test_index.cpp.)
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -74,5 +76,18 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   (void)an::compute_report(m, trees);
   ks::timeline t(m);
   (void)t.window_json(-1e300, 1e300, 500);
+  // The persisted timeline: columns the constructor accepts must answer like a built one.
+  ks::timeline_columns cols;
+  if (!idx.read_timeline(cols)) return 0;
+  try {
+    ks::timeline back(m, std::move(cols));
+    (void)back.window_json(-1e300, 1e300, 500);
+    (void)back.window_json(0, 1e3, 7, {0, 1}, 10);
+    (void)back.counters_json(-1e300, 1e300, 100);
+    (void)back.summary_json(-1e300, 1e300);
+    (void)back.search_json("a", 10);
+    for (std::uint32_t id = 0; id < m.events.size() && id < 64; ++id) (void)back.event_json(id, true);
+  } catch (const std::invalid_argument&) {
+  }
   return 0;
 }

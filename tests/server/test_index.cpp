@@ -171,6 +171,36 @@ std::string read_bytes(const fs::path& p) {
 }
 void write_bytes(const fs::path& p, const std::string& b) { std::ofstream(p, std::ios::binary | std::ios::trunc) << b; }
 
+/// Where section `kind` lies in the index bytes `b` (header: section count at 40, path length
+/// at 44, path at 48, then the table: kind, crc, offset, size per section), and its CRC's place.
+struct section_at {
+  std::size_t offset = 0, size = 0, crc_at = 0;
+};
+section_at find_section(const std::string& b, std::uint32_t kind) {
+  std::uint32_t sections = 0, path_bytes = 0;
+  std::memcpy(&sections, b.data() + 40, 4);
+  std::memcpy(&path_bytes, b.data() + 44, 4);
+  for (std::uint32_t i = 0; i < sections; ++i) {
+    const std::size_t at = 48 + path_bytes + std::size_t{i} * 24;
+    std::uint32_t k = 0;
+    std::uint64_t off = 0, size = 0;
+    std::memcpy(&k, b.data() + at, 4);
+    std::memcpy(&off, b.data() + at + 8, 8);
+    std::memcpy(&size, b.data() + at + 16, 8);
+    if (k == kind) return {static_cast<std::size_t>(off), static_cast<std::size_t>(size), at + 4};
+  }
+  FAIL("no section " << kind);
+  return {};
+}
+/// Sets the CRC of section `s` in `b` to its bytes' (so that the reader gets past it).
+void fix_crc(std::string& b, const section_at& s) {
+  const auto crc = static_cast<std::uint32_t>(
+      crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data() + s.offset), s.size));
+  std::memcpy(b.data() + s.crc_at, &crc, 4);
+}
+/// Section kinds of trace_index.cpp: the timeline's lanes and their slices.
+constexpr std::uint32_t tl_lanes_kind = 14, tl_lane_events_kind = 15;
+
 /// The one index file of a cache folder.
 fs::path only_index(const fs::path& cache) {
   std::vector<fs::path> found;
@@ -218,6 +248,7 @@ TEST_CASE("index: a second start reads every summary from the index and answers 
   // The rest loads full profiles from the indexes, and every answer is the parse's.
   const auto got = answers(*second, reqs);
   CHECK(second->full_loads() == 7);
+  CHECK(second->timeline_reads() == 7);  // each timeline from its index's columns, none laid out
   for (const auto& [k, v] : expected) {
     INFO(k);
     CHECK(got.at(k) == v);
@@ -319,6 +350,41 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
     // (The window may come before the load's other views: wait for the whole profile.)
     CHECK(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
     CHECK(s->full_loads() == 1);
+  }
+  SUBCASE("damaged timeline columns: the model is read, the timeline laid out again, the same windows") {
+    std::string window_before;
+    {
+      auto s = started(logdir, cache.string());
+      query_t q = profiles(*s).at(0);
+      q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "300"}});
+      window_before = get(*s, "timeline", q).body;
+      REQUIRE(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
+      CHECK(s->timeline_reads() == 1);  // the intact index's timeline is read
+    }
+    std::string b = good;
+    SUBCASE("a flipped byte (checksum)") {
+      const section_at ev = find_section(b, tl_lane_events_kind);
+      REQUIRE(ev.size >= 8);
+      b[ev.offset + 1] ^= 0x10;
+    }
+    SUBCASE("a lane naming another track (checksum right: the timeline's own checks)") {
+      const section_at lanes = find_section(b, tl_lanes_kind);
+      REQUIRE(lanes.size >= sizeof(ks::timeline_lane));
+      const std::uint32_t track = 999;
+      std::memcpy(b.data() + lanes.offset, &track, 4);  // timeline_lane::track of lane 0
+      fix_crc(b, lanes);
+    }
+    write_bytes(idx, b);
+    auto s = started(logdir, cache.string());
+    CHECK(s->files().front().index == "read");
+    query_t q = profiles(*s).at(0);
+    q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "300"}});
+    const auto tl = get(*s, "timeline", q);
+    CHECK(tl.status == 200);
+    CHECK(tl.body == window_before);
+    CHECK(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
+    CHECK(s->full_loads() == 1);
+    CHECK(s->timeline_reads() == 0);
   }
 }
 
@@ -473,7 +539,7 @@ TEST_CASE("index: a span's Distributed bodies are kept next to the indexes and r
 
 TEST_CASE("index: the fuzz target's seed indexes are of this format version") {
   // Seeds of an older version stop at the header check and fuzz nothing past it: rewrite them
-  // (`kinetoscope index --cache_dir DIR` on small traces) when index_format_version changes.
+  // (scripts/make-index-seeds.sh) when index_format_version changes.
   const char* data = std::getenv("KINETOSCOPE_TEST_DATA");
   REQUIRE(data != nullptr);
   std::size_t seeds = 0;

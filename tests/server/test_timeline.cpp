@@ -5,14 +5,18 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +31,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
 using kinetoscope::server::timeline;
+using kinetoscope::server::timeline_stats;
+namespace ks = kinetoscope::server;
 using nlohmann::json;
 
 std::string traces_dir() {
@@ -817,4 +823,88 @@ TEST_CASE("windowed counters: SM efficiency of resnet50_v100, memory series down
   // Hostile: reversed window, NaN.
   CHECK(json::parse(tl.counters_json(50, 10, 10))["counters"][1]["points"].empty());
   CHECK(json::parse(tl.counters_json(std::nan(""), std::nan(""), 0))["counters"][1]["points"].size() == 4);
+}
+
+TEST_CASE("persisted form: a timeline from its columns answers byte for byte as the built one") {
+  for (const std::string& rel : all_trace_files()) {
+    CAPTURE(rel);
+    const an::trace_model& m = load(rel);
+    const timeline built(m);
+    const timeline back(m, built.columns());  // a copy of the columns, as read from an index
+    CHECK(back.tracks_json() == built.tracks_json());
+    CHECK(back.t0() == built.t0());
+    const double d = json::parse(built.tracks_json())["duration"].get<double>();
+    for (const auto& [a, b, px] : std::vector<std::tuple<double, double, int>>{
+             {0, d, 1920}, {0, d, 100}, {d * 0.4, d * 0.45, 1920}, {d * 0.5, d * 0.5001, 800}, {-5, d + 5, 3}}) {
+      CHECK(back.window_json(a, b, px) == built.window_json(a, b, px));
+      CHECK(back.window_json(a, b, px, {0, 1}, 50) == built.window_json(a, b, px, {0, 1}, 50));
+      CHECK(back.counters_json(a, b, px) == built.counters_json(a, b, px));
+      CHECK(back.summary_json(a, b) == built.summary_json(a, b));
+    }
+    CHECK(back.search_json("a", 100) == built.search_json("a", 100));
+    const timeline_stats sb = back.stats(), sa = built.stats();
+    CHECK(sb.tracks == sa.tracks);
+    CHECK(sb.lanes == sa.lanes);
+    CHECK(sb.slices == sa.slices);
+    CHECK(sb.level_items == sa.level_items);
+    for (std::uint32_t id = 0; id < m.events.size(); id += 1 + static_cast<std::uint32_t>(m.events.size() / 300)) {
+      CHECK(back.track_of(id) == built.track_of(id));
+      CHECK(back.row_of(id) == built.row_of(id));
+      CHECK(back.event_json(id, true) == built.event_json(id, true));
+    }
+    CHECK(back.columns().meta == built.columns().meta);
+  }
+}
+
+TEST_CASE("persisted form: columns that do not fit the model are refused, each check on its own") {
+  const an::trace_model& m = load(resnet);
+  const timeline built(m);
+  const ks::timeline_columns& good = built.columns();
+  REQUIRE(good.lanes.size() > 2);
+  REQUIRE(!good.items.empty());
+  REQUIRE(good.counter_ts.size() > 2);
+  const auto refused = [&](const std::function<void(ks::timeline_columns&)>& spoil, const char* what) {
+    ks::timeline_columns c = good;
+    spoil(c);
+    bool threw = false;
+    try {
+      timeline t(m, std::move(c));
+    } catch (const std::invalid_argument& e) {
+      threw = std::string(e.what()).find(what) != std::string::npos;
+      if (!threw) MESSAGE(std::string(e.what()));
+    }
+    CHECK_MESSAGE(threw, std::string(what));
+  };
+  refused([](auto& c) { c.meta.assign(1, '{'); }, "meta");  // (not = "{": a GCC 12 -Wrestrict false positive at -O3)
+  refused([](auto& c) { c.meta = "[]"; }, "meta");
+  refused([](auto& c) { c.lanes.pop_back(); }, "lanes");
+  refused([](auto& c) { c.lanes.push_back(c.lanes.back()); }, "lanes of no track");
+  refused([](auto& c) { c.lanes[1].track += 1; }, "a lane of another track");
+  refused([](auto& c) { c.lanes[0].ev_begin = c.lane_events.size(); }, "slices out of range");
+  refused([](auto& c) { c.lanes[0].ev_begin = ~std::uint64_t{0} - 1; }, "slices out of range");  // begin + count wraps
+  refused([](auto& c) { c.lanes[0].level_begin = 0xffffffffu; c.lanes[0].level_count = 2; }, "levels out of range");
+  refused([&](auto& c) { c.lane_events[0] = static_cast<std::uint32_t>(m.events.size()); }, "laid out twice");
+  refused([](auto& c) { c.lane_events[1] = c.lane_events[0]; }, "laid out twice");
+  refused([](auto& c) { std::swap(c.lane_events[0], c.lane_events[1]); }, "overlapping");
+  refused([](auto& c) { c.levels[0].item_begin = c.items.size(); }, "items out of range");
+  refused([&](auto& c) { c.items[0].longest = static_cast<std::uint32_t>(m.events.size()); }, "an item out of range");
+  refused([](auto& c) { c.counter_values.pop_back(); }, "different lengths");
+  refused([](auto& c) { std::swap(c.counter_ts[0], c.counter_ts.back()); }, "out of order");
+  // The meta's own fields.
+  const auto with_meta = [&](const std::function<void(json&)>& edit, const char* what) {
+    refused([&](auto& c) {
+      json j = json::parse(c.meta);
+      edit(j);
+      c.meta = j.dump();
+    }, what);
+  };
+  with_meta([](json& j) { j["tracks"][0][2] = 7; }, "kind");
+  with_meta([](json& j) { j["tracks"][0][9] = 1; }, "a track's lanes");
+  with_meta([](json& j) { j["tracks"][0][8] = 1; }, "event count");
+  with_meta([](json& j) { j["series"][0][4] = 1ull << 40; }, "a series out of range");
+  with_meta([](json& j) { j["tracks_json"] = "{\"tracks\":["; }, "not JSON");
+  with_meta([](json& j) { j["t0"] = std::bit_cast<std::uint64_t>(std::numeric_limits<double>::quiet_NaN()); }, "finite");
+  with_meta([](json& j) { j.erase("series"); }, "meta");
+  // And the untouched copy is taken.
+  CHECK_NOTHROW(timeline(m, good));
 }

@@ -17,10 +17,13 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <list>
 #include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <unordered_map>
@@ -272,6 +275,7 @@ struct store::impl {
   /// max_memory less the summaries when a profile last joined the LRU (under lru_mutex_).
   mutable std::uint64_t profile_budget_ = options.max_memory;
   mutable std::atomic<std::uint64_t> full_loads_{0};
+  mutable std::atomic<std::uint64_t> timeline_reads_{0};
   struct demand_job {
     std::string path, rel;
     std::shared_ptr<const file_summary> summary;
@@ -676,33 +680,54 @@ struct store::impl {
   /// Every view of `model` (the load's analysis part, also run on a model read from an index).
   /// (`writer`: see load_profile.) `timeline_ready` (optional) is called with the profile once
   /// its model and timeline are in place, before the op tree and the views: see
-  /// store::acquire's timeline_only.
+  /// store::acquire's timeline_only. `persisted_timeline`: the timeline's columns read from an
+  /// index (used when they fit the model).
   static std::shared_ptr<profile> build_profile(
       an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
       index_writer* writer = nullptr,
-      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {}) {
+      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {},
+      std::optional<timeline_columns> persisted_timeline = std::nullopt) {
     auto p = std::make_shared<profile>();
     p->path = rel;
     p->file_bytes = bytes;
     p->generation = generation;
     p->model = std::move(model);
-    // The index's model sections are written beside the op tree and the views (they read the
-    // model only; 1 GB trace: 0.6 s of 5.8 s on one thread). (The timeline on a thread of its
-    // own as well measured no faster, and 60 MB more at the peak.)
-    if (writer != nullptr) writer->start(p->model);
+    // The timeline first (the Trace view's requests wait for nothing else: timeline_ready):
+    // from the index's columns when they are given and fit the model, else laid out.
+    if (persisted_timeline) {
+      try {
+        p->timeline = std::make_unique<timeline>(p->model, std::move(*persisted_timeline));
+        p->timeline_from_index = true;
+      } catch (const std::invalid_argument&) {
+        // Not trusted: laid out again below.
+      }
+      persisted_timeline.reset();
+    }
+    try {
+      if (!p->timeline) p->timeline = std::make_unique<timeline>(p->model);
+    } catch (const std::exception& e) {
+      p->timeline_error = e.what();
+    }
+    // The index's model and timeline sections are written beside the op tree and the views
+    // (they read the model only; 1 GB trace: 0.6 s of 5.8 s on one thread). (The timeline on a
+    // thread of its own as well measured no faster, and 60 MB more at the peak.)
+    if (writer != nullptr) writer->start(p->model, p->timeline.get());
     struct wait_for_writer {  // the writer reads p->model: wait before p can go, also on a throw
       index_writer* w;
       ~wait_for_writer() {
         if (w != nullptr) w->wait();
       }
     } writer_guard{writer};
-    try {
-      p->timeline = std::make_unique<timeline>(p->model);
-      p->timeline->prepare_flows();
-    } catch (const std::exception& e) {
-      p->timeline_error = e.what();
-    }
     if (timeline_ready) timeline_ready(p);
+    // The flow tables of the first click on a slice (event_json waits for them if it comes
+    // first): after the first window, not before it.
+    if (p->timeline) {
+      try {
+        p->timeline->prepare_flows();
+      } catch (const std::exception&) {
+        // event_json() builds them on its first call, or reports the same failure there.
+      }
+    }
     auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
     p->tree_stats = trees->stats;
     p->used_devices = trees->used_devices;
@@ -776,10 +801,27 @@ struct store::impl {
     const auto t0 = clock_type::now();
     std::shared_ptr<profile> p;
     if (!options.cache_dir.empty()) {
+      const std::string file = index_file_path(options.cache_dir, key->path);
+      // The timeline's columns on a second thread while this one reads the model's (1 GB
+      // trace: 60 ms beside 140 ms); none, or corrupt ones, and the timeline is laid out again.
+      const auto read_timeline = [&file, &key] {
+        std::optional<timeline_columns> c(std::in_place);
+        trace_index t;
+        if (t.open(file, *key) != index_status::ok || !t.read_timeline(*c)) c.reset();
+        return c;
+      };
+      std::future<std::optional<timeline_columns>> columns;
+      try {
+        columns = std::async(std::launch::async, read_timeline);
+      } catch (const std::system_error&) {
+        columns = std::async(std::launch::deferred, read_timeline);  // no thread to be had
+      }
       trace_index idx;
       an::trace_model model;
-      if (idx.open(index_file_path(options.cache_dir, key->path), *key) == index_status::ok && idx.read_model(model))
-        p = build_profile(std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready);
+      const bool model_ok = idx.open(file, *key) == index_status::ok && idx.read_model(model);
+      std::optional<timeline_columns> tl = columns.get();
+      if (model_ok)
+        p = build_profile(std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready, std::move(tl));
     }
     if (!p) {
       int error_number = 0;
@@ -789,6 +831,7 @@ struct store::impl {
     }
     p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
     full_loads_.fetch_add(1, std::memory_order_relaxed);
+    if (p->timeline_from_index) timeline_reads_.fetch_add(1, std::memory_order_relaxed);
     return p;
   }
 
@@ -1132,6 +1175,9 @@ std::uint64_t store::resident_bytes() const {
 std::uint64_t store::summary_bytes() const { return impl_->summary_bytes(); }
 
 std::uint64_t store::full_loads() const noexcept { return impl_->full_loads_.load(std::memory_order_relaxed); }
+std::uint64_t store::timeline_reads() const noexcept {
+  return impl_->timeline_reads_.load(std::memory_order_relaxed);
+}
 
 std::optional<std::string> store::run_directory(std::string_view run) const {
   std::lock_guard lock(impl_->mutex_);

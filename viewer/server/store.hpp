@@ -146,6 +146,7 @@ struct profile {
   /// The windowed timeline (nullptr when building it failed: `timeline_error` says why).
   std::unique_ptr<server::timeline> timeline;
   std::string timeline_error;
+  bool timeline_from_index = false;  ///< the timeline's columns came from the persisted index
 
   /// Heap bytes the profile holds (model, memory index, timeline, and the op trees when kept):
   /// what the server keeps per loaded trace, for benchmarks and tests.
@@ -263,6 +264,8 @@ class store {
   std::uint64_t summary_bytes() const;
   /// Full profiles loaded on demand since start (after an eviction or from an index).
   std::uint64_t full_loads() const noexcept;
+  /// Of those, the ones whose timeline came from the index (not laid out again).
+  std::uint64_t timeline_reads() const noexcept;
   /// The /api/scalars body of `run` (the TensorBoard event files directly in its directory),
   /// read by the store's scanner thread: in steps (at most 256 MB per scan), incrementally
   /// (only bytes appended since the last scan), at most 20 000 points per tag (thinned evenly

@@ -5,12 +5,15 @@
 #include "timeline.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <span>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +21,7 @@
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
 #include "kinetoscope/formats/json_text.hpp"
+#include "nlohmann/json.hpp"
 
 namespace kinetoscope::server {
 
@@ -119,50 +123,35 @@ double clamp_time(double v, double nan_value) {
   return std::clamp(v, -huge_us, huge_us);
 }
 
-/// Pre-merged items of one lane at one threshold (see timeline.hpp).
-struct level {
-  double threshold = 0;
-  std::vector<double> ts, end, maxdur;
-  std::vector<std::uint32_t> count, longest;
-};
-
-/// One row of one track: its slices (indices into the model's events) in ts order; the slices
-/// of a row do not overlap, so their ends are in order too. Times are read from the events
-/// (not copied: 4 bytes a slice instead of 20, the timeline's share of a loaded trace).
-struct lane {
-  std::uint32_t track = 0;
-  std::uint32_t row = 0;
-  std::vector<std::uint32_t> ev;
-  std::vector<level> levels;
-};
-
-/// Read access to the raw slices of a lane as merge items.
+/// Read access to the raw slices of a lane as merge items: its event indices in ts order (the
+/// slices of a lane do not overlap, so their ends are in order too). Times are read from the
+/// events (not copied: 4 bytes a slice instead of 20, the timeline's share of a loaded trace).
 struct raw_view {
-  const lane& l;
+  const std::uint32_t* ev;
+  std::size_t n;
   const std::vector<event>& evs;
-  std::size_t size() const { return l.ev.size(); }
-  double ts(std::size_t i) const { return evs[l.ev[i]].ts; }
-  double end(std::size_t i) const { return end_of(evs[l.ev[i]]); }
+  std::size_t size() const { return n; }
+  double ts(std::size_t i) const { return evs[ev[i]].ts; }
+  double end(std::size_t i) const { return end_of(evs[ev[i]]); }
   double maxdur(std::size_t i) const { return end(i) - ts(i); }
   std::uint32_t count(std::size_t) const { return 1; }
-  std::uint32_t longest(std::size_t i) const { return l.ev[i]; }
+  std::uint32_t longest(std::size_t i) const { return ev[i]; }
 };
 
+/// Read access to the pre-merged items of one level of detail.
 struct level_view {
-  const level& l;
-  std::size_t size() const { return l.ts.size(); }
-  double ts(std::size_t i) const { return l.ts[i]; }
-  double end(std::size_t i) const { return l.end[i]; }
-  double maxdur(std::size_t i) const { return l.maxdur[i]; }
-  std::uint32_t count(std::size_t i) const { return l.count[i]; }
-  std::uint32_t longest(std::size_t i) const { return l.longest[i]; }
+  const timeline_item* items;
+  std::size_t n;
+  std::size_t size() const { return n; }
+  double ts(std::size_t i) const { return items[i].ts; }
+  double end(std::size_t i) const { return items[i].end; }
+  double maxdur(std::size_t i) const { return items[i].maxdur; }
+  std::uint32_t count(std::size_t i) const { return items[i].count; }
+  std::uint32_t longest(std::size_t i) const { return items[i].longest; }
 };
 
 /// One merged or plain item produced by merging.
-struct item {
-  double ts, end, maxdur;
-  std::uint32_t count, longest;
-};
+using item = timeline_item;
 
 /// The first item of `v` ending at or after `t` (items' ends are in order).
 template <class View>
@@ -205,19 +194,14 @@ bool merge_items(const View& v, std::size_t first, double stop, double m, Emit&&
   return true;
 }
 
+/// The items of `v` merged at `threshold`, into `out` (cleared first).
 template <class View>
-level build_level(const View& v, double threshold) {
-  level out;
-  out.threshold = threshold;
+void build_level(const View& v, double threshold, std::vector<item>& out) {
+  out.clear();
   merge_items(v, 0, std::numeric_limits<double>::infinity(), threshold, [&](const item& it) {
-    out.ts.push_back(it.ts);
-    out.end.push_back(it.end);
-    out.maxdur.push_back(it.maxdur);
-    out.count.push_back(it.count);
-    out.longest.push_back(it.longest);
+    out.push_back(it);
     return true;
   });
-  return out;
 }
 
 std::string lower_ascii(std::string_view s) {
@@ -257,17 +241,20 @@ struct timeline::impl {
   double t0 = 0;
   double duration = 0;
   std::vector<track_info> tracks;
-  std::vector<lane> lanes;
+  /// The lanes, their slices, levels and items, and the counters' points (the persisted form;
+  /// `cols.meta` is written once the rest is built).
+  timeline_columns cols;
   std::vector<std::uint32_t> ev_track;  ///< per event: track id or no_index
   std::vector<std::uint32_t> ev_row;
   std::vector<std::uint32_t> name_count;  ///< per string id: timeline events with that name
   std::string tracks_cache;
   /// The counters sent by window (counters_json): SM efficiency per GPU, memory per device.
+  /// Points [begin, begin + count) of cols.counter_ts (relative µs, ascending) / counter_values.
   struct series {
     std::string name;
-    std::string unit;              // "fraction" or "bytes"
-    std::vector<double> ts, value; // relative µs (ascending), values
+    std::string unit;  // "fraction" or "bytes"
     double max = 0;
+    std::uint64_t begin = 0, count = 0;
   };
   std::vector<series> windowed;
 
@@ -277,9 +264,22 @@ struct timeline::impl {
   mutable std::vector<std::uint32_t> fwdbwd_by_place;  ///< fwdbwd indices sorted by (pid, tid, ts)
   mutable std::vector<std::uint32_t> fwdbwd_by_id;     ///< sorted by (id, is_start)
 
-  explicit impl(const analysis::trace_model& m) : model(m) { build(); }
+  explicit impl(const analysis::trace_model& m) : model(m) {
+    build();
+    write_meta();
+  }
+  impl(const analysis::trace_model& m, timeline_columns c) : model(m), cols(std::move(c)) { restore(); }
+
+  raw_view lane_slices(const timeline_lane& l) const {
+    return {cols.lane_events.data() + l.ev_begin, static_cast<std::size_t>(l.ev_count), model.events};
+  }
+  level_view items_of(const timeline_level& lv) const {
+    return {cols.items.data() + lv.item_begin, static_cast<std::size_t>(lv.item_count)};
+  }
 
   void build();
+  void write_meta();
+  void restore();
   void layout_track(std::uint32_t t, std::vector<std::uint32_t>& members);
   void write_tracks_json();
   void build_windowed_counters(const std::vector<analysis::counter_point>& points);
@@ -406,6 +406,9 @@ void timeline::impl::build() {
   });
 
   tracks.reserve(order.size());
+  std::size_t laid_out = 0;
+  for (const auto& m : members) laid_out += m.size();
+  cols.lane_events.reserve(laid_out);
   for (std::uint32_t t = 0; t < order.size(); ++t) {
     track_info info = std::move(provisional[order[t]]);
     const std::string pid_text = info.pid_is_string ? std::string(model.id_text(info.pid, true)) : std::to_string(info.pid);
@@ -442,6 +445,7 @@ void timeline::impl::build() {
     layout_track(t, members[order[t]]);
     std::vector<std::uint32_t>().swap(members[order[t]]);
   }
+  cols.items.shrink_to_fit();
   write_tracks_json();
 }
 
@@ -449,7 +453,7 @@ void timeline::impl::layout_track(std::uint32_t t, std::vector<std::uint32_t>& i
   const auto& evs = model.events;
   track_info& info = tracks[t];
   info.events = ids.size();
-  info.first_lane = static_cast<std::uint32_t>(lanes.size());
+  info.first_lane = static_cast<std::uint32_t>(cols.lanes.size());
   // (ts asc, dur desc, index): ids are already in ts order; fix the ties.
   const auto by_start = [&](std::uint32_t a, std::uint32_t b) {
     const event& x = evs[a];
@@ -488,27 +492,40 @@ void timeline::impl::layout_track(std::uint32_t t, std::vector<std::uint32_t>& i
   const std::uint32_t annotation_rows = assign(0, split, 0);
   rows = annotation_rows + assign(split, ids.size(), annotation_rows);
   info.rows = rows;
-  lanes.resize(lanes.size() + rows);
+  // The track's lanes take the next ids.size() places of lane_events, row after row (a counting
+  // sort by row). Filling them in ts order keeps each lane in ts order (the annotation part and
+  // the work part are each in ts order and use disjoint rows).
+  const std::size_t base = cols.lane_events.size();
+  cols.lane_events.resize(base + ids.size());
+  std::vector<std::uint64_t> next(rows + 1, 0);
+  for (const std::uint32_t i : ids) ++next[ev_row[i] + 1];
+  for (std::uint32_t r = 0; r < rows; ++r) next[r + 1] += next[r];
   for (std::uint32_t r = 0; r < rows; ++r) {
-    lanes[info.first_lane + r].track = t;
-    lanes[info.first_lane + r].row = r;
+    timeline_lane l;
+    l.track = t;
+    l.row = r;
+    l.ev_begin = base + next[r];
+    l.ev_count = next[r + 1] - next[r];
+    cols.lanes.push_back(l);
   }
-  // Fill the lanes in ts order (the annotation part and the work part are each in ts order and
-  // use disjoint rows, so each lane receives its slices in ts order).
-  for (const std::uint32_t i : ids) lanes[info.first_lane + ev_row[i]].ev.push_back(i);
-  // Levels of detail.
+  for (const std::uint32_t i : ids) cols.lane_events[base + next[ev_row[i]]++] = i;
+  // Levels of detail: each built from the previous kept one (into `merged`, then appended).
+  std::vector<item> merged;
   for (std::uint32_t r = 0; r < rows; ++r) {
-    lane& l = lanes[info.first_lane + r];
-    l.ev.shrink_to_fit();
-    std::size_t prev = l.ev.size();
+    timeline_lane& l = cols.lanes[info.first_lane + r];
+    std::size_t prev = static_cast<std::size_t>(l.ev_count);
+    l.level_begin = static_cast<std::uint32_t>(cols.levels.size());
     if (prev < 64) continue;
-    const raw_view raw{l, evs};
+    const raw_view raw = lane_slices(l);
     const double span = raw.end(prev - 1) - raw.ts(0);
     for (double threshold = 0.25; threshold <= span && prev > 16; threshold *= 4) {
-      level lv = l.levels.empty() ? build_level(raw, threshold) : build_level(level_view{l.levels.back()}, threshold);
-      if (lv.ts.size() * 2 <= prev) {
-        prev = lv.ts.size();
-        l.levels.push_back(std::move(lv));
+      if (l.level_count == 0) build_level(raw, threshold, merged);
+      else build_level(items_of(cols.levels.back()), threshold, merged);
+      if (merged.size() * 2 <= prev) {
+        prev = merged.size();
+        cols.levels.push_back({threshold, cols.items.size(), merged.size()});
+        cols.items.insert(cols.items.end(), merged.begin(), merged.end());
+        ++l.level_count;
       }
     }
   }
@@ -579,11 +596,119 @@ void timeline::impl::write_tracks_json() {
     w.raw(",\"max\":");
     w.num(windowed[k].max);
     w.raw(",\"points\":");
-    w.integer(static_cast<std::int64_t>(windowed[k].ts.size()));
+    w.integer(static_cast<std::int64_t>(windowed[k].count));
     w.ch('}');
   }
   w.raw("]}");
   tracks_cache = std::move(w.out);
+}
+
+/// Doubles travel in the meta JSON as their bit patterns: exact, and NaN-proof.
+std::uint64_t bits_of(double v) { return std::bit_cast<std::uint64_t>(v); }
+double double_of(const nlohmann::json& j) { return std::bit_cast<double>(j.get<std::uint64_t>()); }
+
+void timeline::impl::write_meta() {
+  nlohmann::json j;
+  j["t0"] = bits_of(t0);
+  j["duration"] = bits_of(duration);
+  auto& tr = j["tracks"] = nlohmann::json::array();
+  for (const track_info& t : tracks)
+    tr.push_back({t.name, t.group, static_cast<int>(t.kind), t.pid, t.tid, t.pid_is_string, t.tid_is_string, t.rows,
+                  t.events, t.first_lane});
+  auto& se = j["series"] = nlohmann::json::array();
+  for (const series& w : windowed) se.push_back({w.name, w.unit, bits_of(w.max), w.begin, w.count});
+  j["tracks_json"] = tracks_cache;
+  cols.meta = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void timeline::impl::restore() {
+  const auto bad = [](const std::string& why) { throw std::invalid_argument("timeline columns: " + why); };
+  const auto& evs = model.events;
+  try {
+    const nlohmann::json j = nlohmann::json::parse(cols.meta);
+    t0 = double_of(j.at("t0"));
+    duration = double_of(j.at("duration"));
+    for (const auto& t : j.at("tracks")) {
+      track_info info;
+      info.name = t.at(0).get<std::string>();
+      info.group = t.at(1).get<std::string>();
+      const int kind = t.at(2).get<int>();
+      if (kind < 0 || kind > static_cast<int>(track_kind::other)) bad("a track kind out of range");
+      info.kind = static_cast<track_kind>(kind);
+      info.pid = t.at(3).get<std::int64_t>();
+      info.tid = t.at(4).get<std::int64_t>();
+      info.pid_is_string = t.at(5).get<bool>();
+      info.tid_is_string = t.at(6).get<bool>();
+      info.rows = t.at(7).get<std::uint32_t>();
+      info.events = t.at(8).get<std::uint64_t>();
+      info.first_lane = t.at(9).get<std::uint32_t>();
+      tracks.push_back(std::move(info));
+    }
+    for (const auto& w : j.at("series")) {
+      series s;
+      s.name = w.at(0).get<std::string>();
+      s.unit = w.at(1).get<std::string>();
+      s.max = double_of(w.at(2));
+      s.begin = w.at(3).get<std::uint64_t>();
+      s.count = w.at(4).get<std::uint64_t>();
+      windowed.push_back(std::move(s));
+    }
+    tracks_cache = j.at("tracks_json").get<std::string>();
+  } catch (const nlohmann::json::exception& e) {
+    bad(std::string("meta: ") + e.what());
+  }
+  if (!nlohmann::json::accept(tracks_cache)) bad("the tracks answer is not JSON");
+  if (!std::isfinite(t0) || !std::isfinite(duration)) bad("t0 or the duration is not finite");
+
+  // Tracks own consecutive lanes, all of them, each lane naming its track and row.
+  std::uint64_t lane_no = 0;
+  for (std::uint32_t t = 0; t < tracks.size(); ++t) {
+    const track_info& info = tracks[t];
+    if (info.first_lane != lane_no || info.rows > cols.lanes.size() - lane_no) bad("a track's lanes out of range");
+    std::uint64_t events = 0;
+    for (std::uint32_t r = 0; r < info.rows; ++r) {
+      const timeline_lane& l = cols.lanes[info.first_lane + r];
+      if (l.track != t || l.row != r) bad("a lane of another track");
+      events += l.ev_count;
+    }
+    if (events != info.events) bad("a track's event count");
+    lane_no += info.rows;
+  }
+  if (lane_no != cols.lanes.size()) bad("lanes of no track");
+
+  // Every slice once, in one lane, in order (no overlap: the ends are in order, which the
+  // windows' binary search needs); levels and items inside their columns.
+  ev_track.assign(evs.size(), no_index);
+  ev_row.assign(evs.size(), no_index);
+  name_count.assign(model.strings.size(), 0);
+  const std::uint64_t n_events = cols.lane_events.size(), n_levels = cols.levels.size(), n_items = cols.items.size();
+  for (const timeline_lane& l : cols.lanes) {
+    if (l.ev_count > n_events || l.ev_begin > n_events - l.ev_count) bad("a lane's slices out of range");
+    if (l.level_count > n_levels || l.level_begin > n_levels - l.level_count) bad("a lane's levels out of range");
+    double last_end = -std::numeric_limits<double>::infinity();
+    for (std::uint64_t k = l.ev_begin; k < l.ev_begin + l.ev_count; ++k) {
+      const std::uint32_t id = cols.lane_events[k];
+      if (id >= evs.size() || ev_track[id] != no_index || evs[id].type == event_type::memory)
+        bad("a slice out of range or laid out twice");
+      if (evs[id].ts < last_end) bad("overlapping slices in a lane");
+      last_end = end_of(evs[id]);
+      ev_track[id] = l.track;
+      ev_row[id] = l.row;
+      if (evs[id].name < name_count.size()) ++name_count[evs[id].name];
+    }
+    for (std::uint32_t k = 0; k < l.level_count; ++k) {
+      const timeline_level& lv = cols.levels[l.level_begin + k];
+      if (lv.item_count > n_items || lv.item_begin > n_items - lv.item_count) bad("a level's items out of range");
+    }
+  }
+  for (const timeline_item& it : cols.items)
+    if (it.longest >= evs.size() || it.count == 0) bad("an item out of range");
+  if (cols.counter_ts.size() != cols.counter_values.size()) bad("counter columns of different lengths");
+  for (const series& w : windowed) {
+    if (w.count > cols.counter_ts.size() || w.begin > cols.counter_ts.size() - w.count) bad("a series out of range");
+    for (std::uint64_t k = w.begin + 1; k < w.begin + w.count; ++k)
+      if (!(cols.counter_ts[k - 1] <= cols.counter_ts[k])) bad("a series out of order");
+  }
 }
 
 void timeline::impl::build_windowed_counters(const std::vector<analysis::counter_point>& points) {
@@ -597,11 +722,11 @@ void timeline::impl::build_windowed_counters(const std::vector<analysis::counter
     series s;
     s.name = std::move(name);
     s.unit = std::move(unit);
-    s.ts.reserve(pts.size());
-    s.value.reserve(pts.size());
+    s.begin = cols.counter_ts.size();
+    s.count = pts.size();
     for (const auto& [t, v] : pts) {
-      s.ts.push_back(t);
-      s.value.push_back(v);
+      cols.counter_ts.push_back(t);
+      cols.counter_values.push_back(v);
       s.max = std::max(s.max, v);
     }
     windowed.push_back(std::move(s));
@@ -647,7 +772,7 @@ std::string timeline::impl::window(double start, double end, int px, const std::
     o_track.clear(); o_row.clear(); o_count.clear(); o_event.clear(); o_ts.clear(); o_dur.clear(); o_merged.clear();
     const bool last_try = m > 4 * width;
     bool overflow = false;
-    const auto emit = [&](const lane& l, const item& it) {
+    const auto emit = [&](const timeline_lane& l, const item& it) {
       if (o_track.size() >= max_slices) {
         overflow = true;
         return false;
@@ -664,10 +789,11 @@ std::string timeline::impl::window(double start, double end, int px, const std::
     for (const std::uint32_t t : sel) {
       const auto& info = tracks[t];
       for (std::uint32_t r = 0; r < info.rows && !overflow; ++r) {
-        const lane& l = lanes[info.first_lane + r];
-        const level* lv = nullptr;
+        const timeline_lane& l = cols.lanes[info.first_lane + r];
+        const timeline_level* lv = nullptr;
         if (use_levels) {
-          for (const auto& cand : l.levels) {
+          for (std::uint32_t k = 0; k < l.level_count; ++k) {
+            const timeline_level& cand = cols.levels[l.level_begin + k];
             if (cand.threshold <= m) lv = &cand;
           }
         }
@@ -675,7 +801,7 @@ std::string timeline::impl::window(double start, double end, int px, const std::
           merge_items(view, first_ending_at_or_after(view, abs_start), abs_end, m,
                       [&](const item& it) { return emit(l, it); });
         };
-        if (lv != nullptr) run(level_view{*lv}); else run(raw_view{l, model.events});
+        if (lv != nullptr) run(items_of(*lv)); else run(lane_slices(l));
       }
       if (overflow) break;
     }
@@ -813,10 +939,9 @@ std::string timeline::impl::summary(double start, double end, const std::vector<
     const auto& info = tracks[t];
     ids.clear();
     for (std::uint32_t r = 0; r < info.rows; ++r) {
-      const lane& l = lanes[info.first_lane + r];
-      const raw_view v{l, evs};
+      const raw_view v = lane_slices(cols.lanes[info.first_lane + r]);
       for (std::size_t i = first_ending_at_or_after(v, abs_start); i < v.size() && v.ts(i) <= abs_end; ++i)
-        ids.push_back(l.ev[i]);
+        ids.push_back(v.ev[i]);
     }
     // The layout's order; on GPU tracks annotations and device work nest separately.
     std::sort(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) {
@@ -1041,6 +1166,8 @@ void timeline::impl::write_slice_ref(json_writer& w, std::uint32_t id) const {
 namespace kinetoscope::server {
 
 timeline::timeline(const analysis::trace_model& model) : impl_(std::make_unique<impl>(model)) {}
+timeline::timeline(const analysis::trace_model& model, timeline_columns columns)
+    : impl_(std::make_unique<impl>(model, std::move(columns))) {}
 timeline::~timeline() = default;
 
 std::string timeline::tracks_json() const { return impl_->tracks_cache; }
@@ -1068,6 +1195,8 @@ std::string timeline::counters_json(double start_us, double end_us, int px) cons
   w.raw(",\"counters\":[");
   for (std::size_t k = 0; k < d.windowed.size(); ++k) {
     const auto& s = d.windowed[k];
+    const std::span<const double> ts(d.cols.counter_ts.data() + s.begin, static_cast<std::size_t>(s.count));
+    const std::span<const double> value(d.cols.counter_values.data() + s.begin, static_cast<std::size_t>(s.count));
     if (k != 0) w.ch(',');
     w.raw("{\"name\":");
     w.str(s.name);
@@ -1077,34 +1206,34 @@ std::string timeline::counters_json(double start_us, double end_us, int px) cons
       if (!first) w.ch(',');
       first = false;
       w.ch('[');
-      w.num(s.ts[i]);
+      w.num(ts[i]);
       w.ch(',');
-      w.num(s.value[i]);
+      w.num(value[i]);
       w.ch(']');
     };
-    if (start_us <= end_us && !s.ts.empty()) {
+    if (start_us <= end_us && !ts.empty()) {
       // The value in force at `start` (the last point before it), then per pixel column the
       // first, lowest, highest and last point, in time order.
-      std::size_t i = static_cast<std::size_t>(std::lower_bound(s.ts.begin(), s.ts.end(), start_us) - s.ts.begin());
+      std::size_t i = static_cast<std::size_t>(std::lower_bound(ts.begin(), ts.end(), start_us) - ts.begin());
       if (i > 0) point(i - 1);
       const double width = std::max(end_us - start_us, 1e-9) / px;
-      while (i < s.ts.size() && s.ts[i] <= end_us) {
-        const double col_end = start_us + (std::floor((s.ts[i] - start_us) / width) + 1) * width;
+      while (i < ts.size() && ts[i] <= end_us) {
+        const double col_end = start_us + (std::floor((ts[i] - start_us) / width) + 1) * width;
         std::size_t j = i + 1, lo = i, hi = i;  // at least one point a column (rounding)
-        while (j < s.ts.size() && s.ts[j] < col_end && s.ts[j] <= end_us) {
-          if (s.value[j] < s.value[lo]) lo = j;
-          if (s.value[j] > s.value[hi]) hi = j;
+        while (j < ts.size() && ts[j] < col_end && ts[j] <= end_us) {
+          if (value[j] < value[lo]) lo = j;
+          if (value[j] > value[hi]) hi = j;
           ++j;
         }
         std::size_t picks[4] = {i, std::min(lo, hi), std::max(lo, hi), j - 1};
-        std::size_t last = s.ts.size();
+        std::size_t last = ts.size();
         for (const std::size_t p : picks) {
           if (p != last) point(p);
           last = p;
         }
         i = j;
       }
-      if (i < s.ts.size()) point(i);  // the next change after the window: the line runs to it
+      if (i < ts.size()) point(i);  // the next change after the window: the line runs to it
     }
     w.raw("]}");
   }
@@ -1131,19 +1260,19 @@ int timeline::row_of(std::uint32_t id) const noexcept {
 timeline_stats timeline::stats() const noexcept {
   timeline_stats s;
   s.tracks = impl_->tracks.size();
-  s.lanes = impl_->lanes.size();
-  std::size_t bytes = (impl_->ev_track.capacity() + impl_->ev_row.capacity() + impl_->name_count.capacity()) * 4;
-  for (const auto& l : impl_->lanes) {
-    s.slices += l.ev.size();
-    bytes += l.ev.capacity() * 4;
-    for (const auto& lv : l.levels) {
-      s.level_items += lv.ts.size();
-      bytes += lv.ts.capacity() * 24 + lv.count.capacity() * 8;
-    }
-  }
-  s.memory_bytes = bytes + impl_->tracks_cache.capacity();
+  const timeline_columns& c = impl_->cols;
+  s.lanes = c.lanes.size();
+  s.slices = c.lane_events.size();
+  s.level_items = c.items.size();
+  s.memory_bytes = (impl_->ev_track.capacity() + impl_->ev_row.capacity() + impl_->name_count.capacity()) * 4 +
+                   c.lanes.capacity() * sizeof(timeline_lane) + c.lane_events.capacity() * 4 +
+                   c.levels.capacity() * sizeof(timeline_level) + c.items.capacity() * sizeof(timeline_item) +
+                   (c.counter_ts.capacity() + c.counter_values.capacity()) * sizeof(double) +
+                   impl_->tracks_cache.capacity() + c.meta.capacity();
   return s;
 }
+
+const timeline_columns& timeline::columns() const noexcept { return impl_->cols; }
 
 void timeline::prepare_flows() const {
   const impl& d = *impl_;
@@ -1344,10 +1473,9 @@ std::optional<std::string> timeline::event_json(std::uint32_t id, bool subtree) 
     const double a = e.ts, b = end_of(e);
     std::vector<std::uint32_t> inside;
     for (std::uint32_t r = 0; r < info.rows; ++r) {
-      const lane& l = d.lanes[info.first_lane + r];
-      const raw_view v{l, model.events};
+      const raw_view v = d.lane_slices(d.cols.lanes[info.first_lane + r]);
       for (std::size_t i = first_ending_at_or_after(v, a); i < v.size() && v.ts(i) <= b; ++i)
-        if (l.ev[i] != id && v.ts(i) >= a && v.end(i) <= b) inside.push_back(l.ev[i]);
+        if (v.ev[i] != id && v.ts(i) >= a && v.end(i) <= b) inside.push_back(v.ev[i]);
     }
     std::sort(inside.begin(), inside.end());  // event order is ts order
     for (const std::uint32_t k : inside) {

@@ -78,6 +78,14 @@
 /// duplicates count once. search: the limit is clamped to [0, 1000]; an empty query matches
 /// nothing. Strings are escaped for JSON; invalid UTF-8 becomes U+FFFD.
 ///
+/// **Persisted form.** What the constructor computes (the tracks, the lanes' slices, the levels
+/// of detail, the windowed counters and the tracks answer) is held as flat columns of fixed-size
+/// records (`timeline_columns`), so that the persisted index (trace_index.hpp) writes them byte
+/// for byte and a reopened trace gets its timeline back with a few reads instead of laying out
+/// every event again (1 GB trace: 0.33 s of layout against ~20 ms of reading). The constructor
+/// from columns checks every index, range and order it relies on against the model and throws
+/// std::invalid_argument on the first that does not hold: it never trusts them.
+///
 /// Precondition: event ts and dur are finite (the loader guarantees it; JSON has no NaN).
 ///
 /// All const members are safe to call from several threads at once.
@@ -103,10 +111,50 @@ struct timeline_stats {
   std::size_t memory_bytes = 0;  ///< approximate heap held by the index
 };
 
+/// One lane (a row of a track): its slices are lane_events[ev_begin, ev_begin + ev_count) (event
+/// indices in ts order), its levels of detail levels[level_begin, level_begin + level_count)
+/// (finest first). 32 bytes, no padding (written byte for byte).
+struct timeline_lane {
+  std::uint32_t track = 0, row = 0;
+  std::uint64_t ev_begin = 0, ev_count = 0;
+  std::uint32_t level_begin = 0, level_count = 0;
+};
+/// One level of detail of a lane: items[item_begin, item_begin + item_count) merged at
+/// `threshold` µs.
+struct timeline_level {
+  double threshold = 0;
+  std::uint64_t item_begin = 0, item_count = 0;
+};
+/// One merged item: the union [ts, end] (absolute µs) of `count` slices, the longest of which
+/// lasts `maxdur` and is event `longest`.
+struct timeline_item {
+  double ts = 0, end = 0, maxdur = 0;
+  std::uint32_t count = 0, longest = 0;
+};
+static_assert(sizeof(timeline_lane) == 32 && sizeof(timeline_level) == 24 && sizeof(timeline_item) == 32,
+              "persisted byte for byte: no padding");
+
+/// A built timeline as flat columns (see "Persisted form"). `meta` is a small JSON object: t0,
+/// duration, the tracks (names, groups, kinds, ids, rows, first lanes), the windowed counter
+/// series (name, unit, max, first point, points) and the tracks answer; the points of all
+/// series lie in counter_ts / counter_values, series after series.
+struct timeline_columns {
+  std::string meta;
+  std::vector<timeline_lane> lanes;
+  std::vector<std::uint32_t> lane_events;
+  std::vector<timeline_level> levels;
+  std::vector<timeline_item> items;
+  std::vector<double> counter_ts, counter_values;
+};
+
 class timeline {
  public:
   /// Indexes `model` (which must outlive this object). O(n log n) in the events.
   explicit timeline(const analysis::trace_model& model);
+  /// The timeline of `model` from the columns a timeline of that model wrote (`columns()`), in
+  /// linear time. Throws std::invalid_argument when they do not fit the model (see "Persisted
+  /// form").
+  timeline(const analysis::trace_model& model, timeline_columns columns);
   ~timeline();
   timeline(const timeline&) = delete;
   timeline& operator=(const timeline&) = delete;
@@ -147,6 +195,8 @@ class timeline {
   int row_of(std::uint32_t id) const noexcept;
   /// Sizes of the index.
   timeline_stats stats() const noexcept;
+  /// The persisted form (see "Persisted form"): what the constructor from columns takes back.
+  const timeline_columns& columns() const noexcept;
 
  private:
   struct impl;

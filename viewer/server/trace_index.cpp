@@ -50,6 +50,14 @@ enum : std::uint32_t {
   s_track_metas = 10,
   s_model_misc = 11,  ///< JSON: devices, distributed, flags, diagnostics
   s_collectives = 12,
+  // The timeline (timeline_columns; all empty when the trace has none).
+  s_tl_meta = 13,
+  s_tl_lanes = 14,
+  s_tl_lane_events = 15,
+  s_tl_levels = 16,
+  s_tl_items = 17,
+  s_tl_counter_ts = 18,
+  s_tl_counter_values = 19,
 };
 
 #pragma pack(push, 1)
@@ -256,10 +264,13 @@ std::string_view index_status_name(index_status s) noexcept {
   return "unknown";
 }
 
-/// The model sections' kinds, in the table's order (the summary's entry comes first).
-constexpr std::uint32_t model_kinds[] = {s_string_offsets, s_string_blob, s_events,      s_ops,
-                                         s_kernels,        s_memory,      s_python,      s_fwdbwd,
-                                         s_track_metas,    s_collectives, s_model_misc};
+/// The model's and the timeline's sections' kinds, in the table's order (the summary's entry
+/// comes first).
+constexpr std::uint32_t model_kinds[] = {s_string_offsets, s_string_blob,    s_events,         s_ops,
+                                         s_kernels,        s_memory,         s_python,         s_fwdbwd,
+                                         s_track_metas,    s_collectives,    s_model_misc,     s_tl_meta,
+                                         s_tl_lanes,       s_tl_lane_events, s_tl_levels,      s_tl_items,
+                                         s_tl_counter_ts,  s_tl_counter_values};
 constexpr std::uint32_t section_count = 1 + std::size(model_kinds);
 
 index_writer::index_writer(std::string file, index_key key) : file_(std::move(file)), key_(std::move(key)) {
@@ -279,7 +290,7 @@ index_writer::~index_writer() {
   if (!done_) ::unlink(tmp_.c_str());
 }
 
-void index_writer::write_model(const an::trace_model& model) {
+void index_writer::write_model(const an::trace_model& model, const timeline* tl) {
   // The strings as offsets + one blob.
   std::vector<std::uint64_t> offsets;
   offsets.reserve(model.strings.size() + 1);
@@ -295,13 +306,18 @@ void index_writer::write_model(const an::trace_model& model) {
     }
   }
   const std::string misc = model_misc(model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  static const timeline_columns none;
+  const timeline_columns& t = tl != nullptr ? tl->columns() : none;
   const std::string_view parts[] = {
       column_bytes(offsets),      blob,
       column_bytes(model.events), column_bytes(model.ops),
       column_bytes(model.kernels), column_bytes(model.memory),
       column_bytes(model.python), column_bytes(model.fwdbwd),
       column_bytes(model.track_metas), column_bytes(model.collectives),
-      misc,
+      misc,                       t.meta,
+      column_bytes(t.lanes),      column_bytes(t.lane_events),
+      column_bytes(t.levels),     column_bytes(t.items),
+      column_bytes(t.counter_ts), column_bytes(t.counter_values),
   };
   static_assert(std::size(parts) == std::size(model_kinds));
   // The sections after the header, in this order; the summary comes after them (finish()).
@@ -321,11 +337,11 @@ void index_writer::write_model(const an::trace_model& model) {
   model_written_ = true;
 }
 
-void index_writer::start(const an::trace_model& model) {
+void index_writer::start(const an::trace_model& model, const timeline* tl) {
   try {
-    writing_ = std::async(std::launch::async, [this, &model] { write_model(model); });
+    writing_ = std::async(std::launch::async, [this, &model, tl] { write_model(model, tl); });
   } catch (const std::system_error&) {
-    write_model(model);  // no thread to be had (EAGAIN): write them now
+    write_model(model, tl);  // no thread to be had (EAGAIN): write them now
   }
 }
 
@@ -365,9 +381,9 @@ void index_writer::finish(std::string_view summary) {
 }
 
 void write_index(const std::string& file, const index_key& key, std::string_view summary,
-                 const an::trace_model& model) {
+                 const an::trace_model& model, const timeline* tl) {
   index_writer w(file, key);
-  w.write_model(model);
+  w.write_model(model, tl);
   w.finish(summary);
 }
 
@@ -514,6 +530,20 @@ bool trace_index::read_model(an::trace_model& m) {
   }
   if (std::string why = check_model(m); !why.empty()) return fail(std::move(why));
   return true;
+}
+
+bool trace_index::read_timeline(timeline_columns& t) {
+  if (fd_ < 0 || summary_.empty()) return fail("no index is open");
+  std::vector<char> meta;
+  if (!read_column(s_tl_meta, meta)) return false;
+  t.meta.assign(meta.begin(), meta.end());
+  if (t.meta.empty()) {
+    error_.clear();
+    return false;  // the trace has no timeline
+  }
+  return read_column(s_tl_lanes, t.lanes) && read_column(s_tl_lane_events, t.lane_events) &&
+         read_column(s_tl_levels, t.levels) && read_column(s_tl_items, t.items) &&
+         read_column(s_tl_counter_ts, t.counter_ts) && read_column(s_tl_counter_values, t.counter_values);
 }
 
 }  // namespace kinetoscope::server

@@ -15,7 +15,8 @@
 ///     sections each aligned to 64 bytes: the summary (summary_to_bytes(): the per-file
 ///              summary the server keeps resident) and the model's columns (trace_model's vectors of
 ///              trivially copyable records, byte for byte; strings as offsets + one blob;
-///              the rest as JSON)
+///              the rest as JSON), then the timeline's (timeline_columns: lanes, their
+///              slices, levels of detail and counter points byte for byte, the rest as JSON)
 ///
 /// Nothing in an index is trusted: a missing, short or over-long file, a foreign magic or
 /// format version, a different source path, size or modification time, a section outside the
@@ -44,12 +45,13 @@
 #include <vector>
 
 #include "analysis/model.hpp"
+#include "server/timeline.hpp"
 
 namespace kinetoscope::server {
 
 /// Bumped whenever the layout, the model's records or what the summary holds (the views'
 /// numbers) change: an index written by another version is rebuilt, never read.
-inline constexpr std::uint32_t index_format_version = 3;
+inline constexpr std::uint32_t index_format_version = 4;
 
 /// What identifies the trace an index was made from.
 struct index_key {
@@ -86,11 +88,11 @@ enum class index_status : std::uint8_t {
 /// "ok", "missing", "unreadable", "foreign", "version", "stale", "truncated", "corrupt".
 std::string_view index_status_name(index_status s) noexcept;
 
-/// Writes the index of `model` with `summary` into `file` (creating its folder):
-/// a temporary file in the same folder, then rename(). Throws std::runtime_error on failure
-/// (the old index, if any, is left as it was).
+/// Writes the index of `model` (and of its timeline `tl`, when not null) with `summary` into
+/// `file` (creating its folder): a temporary file in the same folder, then rename(). Throws
+/// std::runtime_error on failure (the old index, if any, is left as it was).
 void write_index(const std::string& file, const index_key& key, std::string_view summary,
-                 const analysis::trace_model& model);
+                 const analysis::trace_model& model, const timeline* tl = nullptr);
 
 /// write_index() in two steps, so that the model's sections (most of the bytes: 1.9 GB for a
 /// 10 GB trace) are written while the views are computed, and the summary, made from those
@@ -105,11 +107,12 @@ class index_writer {
   index_writer(const index_writer&) = delete;
   index_writer& operator=(const index_writer&) = delete;
 
-  /// Writes the model's sections now (this thread). Throws std::runtime_error.
-  void write_model(const analysis::trace_model& model);
-  /// write_model() on a thread of its own: `model` must stay alive and unchanged until
+  /// Writes the model's sections, and those of its timeline `tl` (empty ones when null), now
+  /// (this thread). Throws std::runtime_error.
+  void write_model(const analysis::trace_model& model, const timeline* tl = nullptr);
+  /// write_model() on a thread of its own: `model` and `tl` must stay alive and unchanged until
   /// finish() or the destructor.
-  void start(const analysis::trace_model& model);
+  void start(const analysis::trace_model& model, const timeline* tl = nullptr);
   /// Waits for start()'s write to end (its error, if any, is kept for finish()).
   void wait() noexcept {
     if (writing_.valid()) writing_.wait();
@@ -154,6 +157,10 @@ class trace_index {
   /// Copies the model's columns into `model` after checking their checksums and every
   /// record's fields; false (error() says why, `model` unspecified) when the index is corrupt.
   bool read_model(analysis::trace_model& model);
+  /// Copies the timeline's columns into `columns` after checking their checksums (the
+  /// timeline's constructor checks their fields against the model). False when the trace had
+  /// no timeline (error() empty) or the sections are corrupt (error() says why).
+  bool read_timeline(timeline_columns& columns);
   /// Bytes of the index file.
   std::uint64_t file_bytes() const noexcept { return size_; }
 
