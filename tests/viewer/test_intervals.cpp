@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 #include "analysis/intervals.hpp"
 
 using namespace kinetoscope::analysis;
@@ -82,4 +86,31 @@ TEST_CASE("intervals: the parts of a priority walk are disjoint and cover the wh
   CHECK(total_length(p2) == doctest::Approx(30));
   CHECK(total_length(free) == doctest::Approx(50));
   CHECK(intersect_intervals(p1, p2).empty());
+}
+
+TEST_CASE("intervals: interval_merger is merge_intervals, ranges in start order or not") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> start(0, 1000), len(-2, 6);
+  for (int round = 0; round < 200; ++round) {
+    CAPTURE(round);
+    interval_list all;
+    const int n = round % 50;
+    for (int i = 0; i < n; ++i) {
+      const double s = std::round(start(rng) * 4) / 4;  // quarter steps: equal starts and touching ends
+      all.push_back({s, s + std::round(len(rng) * 4) / 4});
+    }
+    const interval_list expected = merge_intervals(all);
+    interval_list sorted = all;
+    std::stable_sort(sorted.begin(), sorted.end(), [](const interval& a, const interval& b) { return a.start < b.start; });
+    for (const interval_list* input : {&sorted, &all}) {
+      interval_merger m;
+      for (const interval& r : *input) m.add(r);
+      CHECK(m.take() == expected);
+      CHECK(m.take().empty());  // left empty
+    }
+  }
+  // A sorted run, then one range out of order that bridges two merged ones.
+  interval_merger m;
+  for (const interval& r : interval_list{{0, 1}, {1, 2}, {5, 6}, {8, 9}, {4, 5}, {2, 4}}) m.add(r);
+  CHECK(m.take() == interval_list{{0, 6}, {8, 9}});
 }

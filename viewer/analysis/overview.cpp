@@ -154,7 +154,7 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
     if (is_communication_name(model.str(e.name), options)) comm_ids.insert(e.external_id);
   }
 
-  interval_list raw[step_role_count];
+  interval_merger raw[step_role_count];
   double host_min = inf, host_max = -inf, global_min = inf, global_max = -inf;
   for (const event& e : model.events) {
     if (!is_used_event(model, e)) continue;
@@ -169,22 +169,22 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
     bool step = false;
     switch (e.type) {
       case event_type::kernel:
-        raw[idx(comm_ids.count(e.external_id) != 0 ? step_role::communication : step_role::kernel)].push_back(r);
+        raw[idx(comm_ids.count(e.external_id) != 0 ? step_role::communication : step_role::kernel)].add(r);
         break;
-      case event_type::memcpy: raw[idx(step_role::memcpy)].push_back(r); break;
-      case event_type::memset: raw[idx(step_role::memset)].push_back(r); break;
-      case event_type::runtime: raw[idx(step_role::runtime)].push_back(r); break;
+      case event_type::memcpy: raw[idx(step_role::memcpy)].add(r); break;
+      case event_type::memset: raw[idx(step_role::memset)].add(r); break;
+      case event_type::runtime: raw[idx(step_role::runtime)].add(r); break;
       case event_type::op:
       case event_type::user_annotation:
       case event_type::python:
         if (e.type != event_type::python && is_data_loader_name(name)) {
-          raw[idx(step_role::dataloader)].push_back(r);
+          raw[idx(step_role::dataloader)].add(r);
         } else if (is_step_event(e, name, options)) {
           step = true;
         } else if (is_communication_name(name, options)) {
-          raw[idx(step_role::communication)].push_back(r);
+          raw[idx(step_role::communication)].add(r);
         } else {
-          raw[idx(step_role::cpu_exec)].push_back(r);
+          raw[idx(step_role::cpu_exec)].add(r);
         }
         break;
       default:
@@ -197,7 +197,7 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
     global_min = std::min(global_min, e.ts);
     global_max = std::max(global_max, e.end());
   }
-  for (std::size_t i = 0; i < step_role_count; ++i) out.ranges[i] = merge_intervals(std::move(raw[i]));
+  for (std::size_t i = 0; i < step_role_count; ++i) out.ranges[i] = raw[i].take();
   out.has_host = host_min <= host_max;
   if (out.has_host) {
     out.host_min = host_min;
