@@ -60,7 +60,7 @@ class builder {
       kinetoscope::op_input in;
       in.dims = dims;
       in.type = dims.empty() ? "Scalar" : "float";
-      if (dims.empty()) in.concrete = "1";
+      if (dims.empty()) in.concrete.assign(1, '1');  // (not = "1": a GCC 12 -O3 -Wrestrict false positive)
       d_.inputs.push_back(in);
     }
     e.input_count = static_cast<std::uint32_t>(shapes.size());
