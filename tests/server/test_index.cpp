@@ -198,8 +198,17 @@ void fix_crc(std::string& b, const section_at& s) {
       crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data() + s.offset), s.size));
   std::memcpy(b.data() + s.crc_at, &crc, 4);
 }
-/// Section kinds of trace_index.cpp: the timeline's lanes and their slices.
-constexpr std::uint32_t tl_lanes_kind = 14, tl_lane_events_kind = 15;
+/// Section kinds of trace_index.cpp: the string offsets, the timeline's lanes and their slices.
+constexpr std::uint32_t string_offsets_kind = 2, tl_lanes_kind = 14, tl_lane_events_kind = 15;
+
+/// The full-range timeline window of the store's first profile at `px` columns, with the query
+/// that names that profile (run, worker, span first).
+std::pair<query_t, ks::api_response> first_window(ks::store& s, const char* px) {
+  query_t q = profiles(s).at(0);
+  query_t w = q;
+  w.insert(w.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", px}});
+  return {q, get(s, "timeline", w)};
+}
 
 /// The one index file of a cache folder.
 fs::path only_index(const fs::path& cache) {
@@ -343,9 +352,7 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
 
     auto s = started(logdir, cache.string());
     CHECK(s->files().front().index == "read");
-    query_t q = profiles(*s).at(0);
-    q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "100"}});
-    const auto tl = get(*s, "timeline", q);
+    const auto [q, tl] = first_window(*s, "100");
     CHECK(tl.status == 200);
     // (The window may come before the load's other views: wait for the whole profile.)
     CHECK(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
@@ -355,9 +362,8 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
     std::string window_before;
     {
       auto s = started(logdir, cache.string());
-      query_t q = profiles(*s).at(0);
-      q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "300"}});
-      window_before = get(*s, "timeline", q).body;
+      const auto [q, tl] = first_window(*s, "300");
+      window_before = tl.body;
       REQUIRE(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
       CHECK(s->timeline_reads() == 1);  // the intact index's timeline is read
     }
@@ -377,9 +383,7 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
     write_bytes(idx, b);
     auto s = started(logdir, cache.string());
     CHECK(s->files().front().index == "read");
-    query_t q = profiles(*s).at(0);
-    q.insert(q.end(), {{"start", "-1e18"}, {"end", "1e18"}, {"px", "300"}});
-    const auto tl = get(*s, "timeline", q);
+    const auto [q, tl] = first_window(*s, "300");
     CHECK(tl.status == 200);
     CHECK(tl.body == window_before);
     CHECK(s->acquire(q[0].second, q[1].second, q[2].second, std::chrono::seconds(120)).full);
@@ -606,26 +610,11 @@ TEST_CASE("index: the model read back is the model parsed; records out of range 
   {
     ks::write_index(file, *key, "{}", m);
     std::string b = read_bytes(file);
-    std::uint32_t path_bytes = 0, sections = 0;
-    std::memcpy(&sections, b.data() + 40, 4);
-    std::memcpy(&path_bytes, b.data() + 44, 4);
-    bool patched = false;
-    for (std::uint32_t i = 0; i < sections; ++i) {
-      const std::size_t at = 48 + path_bytes + 24 * std::size_t{i};
-      std::uint32_t kind = 0;
-      std::uint64_t off = 0, len = 0;
-      std::memcpy(&kind, b.data() + at, 4);
-      std::memcpy(&off, b.data() + at + 8, 8);
-      std::memcpy(&len, b.data() + at + 16, 8);
-      if (kind != 2 || len < 24) continue;  // the string offsets
-      const std::uint64_t huge = std::uint64_t{1} << 58;
-      std::memcpy(b.data() + off + 8, &huge, 8);  // offsets[1]
-      const auto crc = static_cast<std::uint32_t>(
-          crc32_z(crc32_z(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(b.data() + off), static_cast<z_size_t>(len)));
-      std::memcpy(b.data() + at + 4, &crc, 4);
-      patched = true;
-    }
-    REQUIRE(patched);
+    const section_at offsets = find_section(b, string_offsets_kind);
+    REQUIRE(offsets.size >= 24);
+    const std::uint64_t huge = std::uint64_t{1} << 58;
+    std::memcpy(b.data() + offsets.offset + 8, &huge, 8);  // offsets[1]
+    fix_crc(b, offsets);
     write_bytes(file, b);
     REQUIRE(t.open(file, *key) == ks::index_status::ok);
     CHECK_FALSE(t.read_model(back));
