@@ -652,6 +652,9 @@ struct store::impl {
     trim_heap();
   }
 
+  /// Called by build_profile with the profile once its timeline is in place (see build_profile).
+  using timeline_ready_fn = std::function<void(const std::shared_ptr<const profile>&)>;
+
   /// `writer` (optional): the index being written; its model sections are written while the
   /// views are computed (index_writer::start), the caller finishes it with the summary.
   /// `generation`: 0 for a new one. `timeline_ready`: see build_profile.
@@ -659,7 +662,7 @@ struct store::impl {
       const std::string& path, const std::string& rel, std::uint64_t bytes, std::uint64_t max_text_bytes,
       std::atomic<std::uint64_t>* progress, std::string& error, int& error_number, index_writer* writer = nullptr,
       std::uint64_t generation = 0,
-      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {}) {
+      const timeline_ready_fn& timeline_ready = {}) {
     an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes, .progress_bytes = progress});
     if (!r.ok()) {
       // Named by the path relative to the logdir: /api/status shows it.
@@ -678,14 +681,14 @@ struct store::impl {
   }
 
   /// Every view of `model` (the load's analysis part, also run on a model read from an index).
-  /// (`writer`: see load_profile.) `timeline_ready` (optional) is called with the profile once
-  /// its model and timeline are in place, before the op tree and the views: see
-  /// store::acquire's timeline_only. `persisted_timeline`: the timeline's columns read from an
+  /// (`writer`: see load_profile.) `timeline_ready` (optional) is called, from the timeline's
+  /// thread, with the profile once its model and timeline are in place, while the op tree and
+  /// the views are still being computed: see store::acquire's timeline_only. `persisted_timeline`: the timeline's columns read from an
   /// index (used when they fit the model).
   static std::shared_ptr<profile> build_profile(
       an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
       index_writer* writer = nullptr,
-      const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready = {},
+      const timeline_ready_fn& timeline_ready = {},
       std::optional<timeline_columns> persisted_timeline = std::nullopt) {
     auto p = std::make_shared<profile>();
     p->path = rel;
@@ -809,7 +812,7 @@ struct store::impl {
   /// (`timeline_ready`: see build_profile.)
   std::shared_ptr<const profile> load_full(
       const std::string& path, const std::string& rel, const full_slot& slot, const file_summary& sum,
-      std::string& error, const std::function<void(const std::shared_ptr<const profile>&)>& timeline_ready) const {
+      std::string& error, const timeline_ready_fn& timeline_ready) const {
     const std::optional<index_key> key = index_key_of(path);
     if (!key || key->size != slot.source_size || key->mtime_ns != slot.source_mtime_ns) {
       error = rel + ": the file changed since it was loaded (it is being loaded again)";
