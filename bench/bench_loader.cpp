@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/huge_pages.hpp"
@@ -55,7 +56,7 @@ std::uint64_t model_bytes(const kinetoscope::analysis::trace_model& m) {
 }
 
 /// Loads `path` in a child process; returns its figures.
-result measure(const std::string& path) {
+result measure(const std::string& path, const kinetoscope::analysis::load_options& options) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   const pid_t pid = fork();
@@ -63,7 +64,7 @@ result measure(const std::string& path) {
     close(fds[0]);
     result r;
     const auto t0 = std::chrono::steady_clock::now();
-    auto loaded = load_trace(path);
+    auto loaded = load_trace(path, options);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (loaded.model) {
       r.ok = 1;
@@ -104,7 +105,10 @@ int main(int argc, char** argv) {
   std::vector<job> jobs = {{100, false}};
   if (!quick) jobs = {{100, false}, {300, false}, {1000, false}, {300, true}};
   std::printf("bench_loader: load_trace on ResNet-50 steps replicated (gen_big_trace)\n");
-  std::printf("%-40s %8s %7s %6s %7s %9s %9s %9s %8s\n", "file", "MB", "load s", "CPU s", "MB/s", "events",
+  std::printf("(plain texts twice: split between two readers, then one reader; the default on this machine: %s)\n",
+              kinetoscope::analysis::default_split_min_bytes() > 0 ? "split from 64 MiB" : "one reader (fewer than 4 hardware threads)");
+  std::printf("hardware threads: %u\n", std::thread::hardware_concurrency());
+  std::printf("%-40s %-8s %8s %7s %6s %7s %9s %9s %9s %8s\n", "file", "readers", "MB", "load s", "CPU s", "MB/s", "events",
               "model MB", "peak RSS", "RSS/text");
   std::vector<std::string> made;
   try {
@@ -114,18 +118,21 @@ int main(int argc, char** argv) {
       // For gzip inputs MB/s is counted on the uncompressed text (the work done).
       const double file_mb = static_cast<double>(fs::file_size(path)) / 1e6;
       const double text_mb = j.gzip ? j.mb : file_mb;
-      measure(path);  // warm the page cache
-      const result r = measure(path);
-      if (r.ok == 0) {
-        std::printf("%-44s load failed\n", path.c_str());
-        continue;
+      measure(path, {});  // warm the page cache
+      for (const bool split : {true, false}) {
+        if (!split && j.gzip) continue;  // gzip is always read by one reader
+        const result r = measure(path, {.split_min_bytes = split ? std::uint64_t{64} << 20 : 0});
+        if (r.ok == 0) {
+          std::printf("%-44s load failed\n", path.c_str());
+          continue;
+        }
+        const double rss_mb = static_cast<double>(r.max_rss_kb) / 1024.0 * 1.048576;
+        std::printf("%-40s %-8s %8.1f %7.2f %6.2f %7.0f %9llu %9.1f %9.1f %8.2f\n", fs::path(path).filename().c_str(),
+                    split && !j.gzip ? "two" : "one", file_mb, r.seconds, r.cpu_seconds, text_mb / r.seconds,
+                    static_cast<unsigned long long>(r.events), static_cast<double>(r.model_bytes) / 1e6, rss_mb,
+                    rss_mb / text_mb);
+        std::fflush(stdout);
       }
-      const double rss_mb = static_cast<double>(r.max_rss_kb) / 1024.0 * 1.048576;
-      std::printf("%-40s %8.1f %7.2f %6.2f %7.0f %9llu %9.1f %9.1f %8.2f\n",
-                  fs::path(path).filename().c_str(), file_mb, r.seconds, r.cpu_seconds, text_mb / r.seconds,
-                  static_cast<unsigned long long>(r.events), static_cast<double>(r.model_bytes) / 1e6, rss_mb,
-                  rss_mb / text_mb);
-      std::fflush(stdout);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_loader: %s\n", e.what());

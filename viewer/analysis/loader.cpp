@@ -22,6 +22,7 @@
 #include <new>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -413,6 +414,10 @@ void reader::finish_event() {
     emit_deferred(ev.type);
     m_.events.push_back(ev);
   } else if ((ph == 's' || ph == 'f') && p.has_cat && c.info.fwdbwd) {
+    if (p.pid_str || p.tid_str) {
+      flow_strs_.emplace_back(static_cast<std::uint32_t>(m_.fwdbwd.size()),
+                              static_cast<std::uint8_t>((p.pid_str ? 1 : 0) | (p.tid_str ? 2 : 0)));
+    }
     m_.fwdbwd.push_back({p.flow_id, p.ts, p.pid, p.tid, ph == 's'});
   } else if (ph == 'M' && p.has_name) {
     track_meta tm;
@@ -696,8 +701,34 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
   // be arriving, see text_feed and text_stream). A failure here only ends this phase: the window
   // may have run past the end of traceEvents, which phase 3 locates.
   constexpr std::size_t end_margin = std::size_t{1} << 20;
+  // The split parse: the window that reaches split_at_ ends exactly there, and must parse.
+  const auto split_here = [&](std::size_t end) {
+    return split_at_ != npos && !split_done_ && pos < split_at_ && (end == npos || end >= split_at_);
+  };
+  const auto split_window = [&]() {
+    const error_code e = try_window(pos, split_at_, false, edits, f);
+    if (e) {
+      undo();
+      final_error = true;
+      return false;
+    }
+    mark_split();
+    *at(split_at_) = '[';
+    pos = split_at_;
+    keep_ = pos;
+    return true;
+  };
   while (pos + window + end_margin < size_) {
+    if (cancelled()) {
+      undo();
+      final_error = true;
+      return false;
+    }
     std::size_t end = find_separator(pos + window, size_ - end_margin);
+    if (split_here(end)) {
+      if (!split_window()) return false;
+      continue;
+    }
     if (end == npos) break;
     const snapshot s = take_snapshot();
     error_code e = try_window(pos, end, false, edits, f);
@@ -760,6 +791,10 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
     std::size_t end = npos;
     bool last = false;
     if (pos + window < limit) end = find_separator(pos + window, limit);
+    if (split_here(end) && split_at_ < limit) {
+      if (!split_window()) return false;
+      continue;
+    }
     if (end == npos) {
       if (truncated) {
         f = failure{simdjson::INCOMPLETE_ARRAY_OR_OBJECT, {}, size_, event_index_};
@@ -808,7 +843,201 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
     pos = end;
     keep_ = pos;
   }
-  return true;
+  return split_at_ == npos || split_done_;
+}
+
+void reader::mark_split() {
+  mark_ = split_mark{m_.events.size(),
+                     m_.ops.size(),
+                     m_.kernels.size(),
+                     m_.memory.size(),
+                     m_.python.size(),
+                     m_.collectives.size(),
+                     m_.fwdbwd.size(),
+                     m_.track_metas.size(),
+                     m_.strings.size(),
+                     m_.diagnostics.messages.size(),
+                     flow_strs_.size(),
+                     event_index_,
+                     rwe_ts_,
+                     iter_ts_,
+                     has_rwe_,
+                     has_iter_};
+  has_rwe_ = has_iter_ = false;  // from here on: C's
+  split_done_ = true;
+}
+
+bool reader::run_part(std::size_t window) {
+  keep_ = 0;
+  if (!need(1) || *at(0) != '[') return false;
+  std::vector<std::size_t> edits;
+  std::size_t pos = 0;
+  // The end of the part: its last byte is the ']' after its events.
+  const auto final_end = [&]() -> std::size_t {
+    need(unknown_size);
+    if (stream_->failed() || !stream_->eof()) return npos;
+    const std::size_t j = content_end(pos);
+    return j > pos && *at(j - 1) == ']' ? j - 1 : npos;
+  };
+  for (;;) {
+    if (cancelled()) return false;
+    bool last = false;
+    std::size_t end = find_separator(pos + window, size_);
+    if (end == npos) {
+      end = final_end();
+      if (end == npos) return false;
+      last = true;
+    }
+    const snapshot s = take_snapshot();
+    for (int tries = 0;; ++tries) {
+      failure f;
+      const error_code e = try_window(pos, end, last, edits, f);
+      if (!e) break;
+      restore(s);
+      if (!last) {
+        *at(end) = ',';
+        edits.pop_back();
+      }
+      if (last || tries >= 8) return false;
+      // The separator may have been inside a string: a longer window (as run_windows does).
+      end = find_separator(end + 1, size_);
+      if (end == npos) {
+        end = final_end();
+        if (end == npos) return false;
+        last = true;
+      }
+    }
+    if (last) return true;
+    *at(end) = '[';
+    pos = end;
+    keep_ = pos;
+  }
+}
+
+/// "event #N: ..." with N shifted by `by` (other messages unchanged).
+static std::string shift_event_number(const std::string& msg, std::int64_t by) {
+  constexpr std::string_view prefix = "event #";
+  if (by == 0 || msg.compare(0, prefix.size(), prefix) != 0) return msg;
+  std::int64_t n = 0;
+  const char* b = msg.data() + prefix.size();
+  const auto [end, ec] = std::from_chars(b, msg.data() + msg.size(), n);
+  if (ec != std::errc()) return msg;
+  return std::string(prefix) + std::to_string(n + by) + std::string(end, msg.data() + msg.size());
+}
+
+void reader::absorb_part(reader& part) {
+  trace_model& m = m_;
+  trace_model& b = part.m_;
+  const split_mark& k = mark_;
+  // Strings: A's ids stay; B's, then C's new strings follow in their order of first occurrence.
+  // (Strings pushed by hand: intern() rebuilds its index over A's on the first call.)
+  std::vector<std::string> c_strings(std::make_move_iterator(m.strings.begin() + static_cast<std::ptrdiff_t>(k.strings)),
+                                     std::make_move_iterator(m.strings.end()));
+  m.strings.resize(k.strings);
+  std::vector<std::uint32_t> b_ids(b.strings.size(), 0);
+  for (std::size_t i = 1; i < b.strings.size(); ++i) b_ids[i] = m.intern(b.strings[i]);
+  std::vector<std::uint32_t> c_ids(c_strings.size(), 0);
+  for (std::size_t i = 0; i < c_strings.size(); ++i) c_ids[i] = m.intern(c_strings[i]);
+  c_strings = {};
+  b.strings = {};
+  const auto b_id = [&](std::uint32_t id) { return b_ids[id]; };
+  const auto c_id = [&](std::uint32_t id) { return id < k.strings ? id : c_ids[id - k.strings]; };
+  const auto remap_id = [](std::int64_t v, const auto& map) {  // a string pid/tid (string_id_base)
+    return string_id_base - static_cast<std::int64_t>(map(static_cast<std::uint32_t>(string_id_base - v)));
+  };
+  // Side-table indexes: B's follow A's rows, C's follow B's.
+  const auto shift_index = [](std::uint32_t& i, std::size_t by) {
+    if (i != no_index) i += static_cast<std::uint32_t>(by);
+  };
+  const auto fix_event = [&](event& ev, const auto& map, std::size_t ops, std::size_t kernels, std::size_t memory,
+                             std::size_t python) {
+    ev.name = map(ev.name);
+    if (ev.pid_is_string) ev.pid = remap_id(ev.pid, map);
+    if (ev.tid_is_string) ev.tid = remap_id(ev.tid, map);
+    switch (ev.type) {
+      case event_type::op:
+      case event_type::user_annotation:
+      case event_type::python: shift_index(ev.extra, ops); break;
+      case event_type::kernel: shift_index(ev.extra, kernels); break;
+      case event_type::memory: shift_index(ev.extra, memory); break;
+      case event_type::python_function:
+      case event_type::module: shift_index(ev.extra, python); break;
+      default: break;
+    }
+  };
+  const auto fix_op = [&](op_args& a, const auto& map, std::size_t collectives) {
+    a.input_dims = map(a.input_dims);
+    a.input_types = map(a.input_types);
+    a.call_stack = map(a.call_stack);
+    shift_index(a.collective, collectives);
+  };
+  const auto fix_collective = [&](collective_args& c, const auto& map) {
+    c.name = map(c.name);
+    c.dtype = map(c.dtype);
+    c.group_name = map(c.group_name);
+    c.group_desc = map(c.group_desc);
+    c.group_ranks = map(c.group_ranks);
+  };
+  const auto fix_meta = [&](track_meta& t, const auto& map) {
+    t.text = map(t.text);
+    if (t.pid_is_string) t.pid = remap_id(t.pid, map);
+    if (t.tid_is_string) t.tid = remap_id(t.tid, map);
+  };
+  const auto fix_flows = [&](std::vector<flow_event>& flows, const auto& strs, std::size_t from, const auto& map) {
+    for (std::size_t i = from; i < strs.size(); ++i) {
+      flow_event& fl = flows[strs[i].first];
+      if ((strs[i].second & 1) != 0) fl.pid = remap_id(fl.pid, map);
+      if ((strs[i].second & 2) != 0) fl.tid = remap_id(fl.tid, map);
+    }
+  };
+  for (std::size_t i = k.events; i < m.events.size(); ++i)
+    fix_event(m.events[i], c_id, b.ops.size(), b.kernels.size(), b.memory.size(), b.python.size());
+  for (event& ev : b.events) fix_event(ev, b_id, k.ops, k.kernels, k.memory, k.python);
+  for (std::size_t i = k.ops; i < m.ops.size(); ++i) fix_op(m.ops[i], c_id, b.collectives.size());
+  for (op_args& a : b.ops) fix_op(a, b_id, k.collectives);
+  for (std::size_t i = k.kernels; i < m.kernels.size(); ++i) shift_index(m.kernels[i].collective, b.collectives.size());
+  for (kernel_args& a : b.kernels) shift_index(a.collective, k.collectives);
+  for (std::size_t i = k.collectives; i < m.collectives.size(); ++i) fix_collective(m.collectives[i], c_id);
+  for (collective_args& c : b.collectives) fix_collective(c, b_id);
+  for (std::size_t i = k.metas; i < m.track_metas.size(); ++i) fix_meta(m.track_metas[i], c_id);
+  for (track_meta& t : b.track_metas) fix_meta(t, b_id);
+  fix_flows(m.fwdbwd, flow_strs_, k.flow_strs, c_id);
+  fix_flows(b.fwdbwd, part.flow_strs_, 0, b_id);
+  // B's rows go between A's and C's (file order: the sort in finish() is stable).
+  const auto splice = [](auto& into, std::size_t at, auto& from) {
+    into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
+    from = {};
+  };
+  splice(m.events, k.events, b.events);
+  splice(m.ops, k.ops, b.ops);
+  splice(m.kernels, k.kernels, b.kernels);
+  splice(m.memory, k.memory, b.memory);
+  splice(m.python, k.python, b.python);
+  splice(m.collectives, k.collectives, b.collectives);
+  splice(m.fwdbwd, k.fwdbwd, b.fwdbwd);
+  splice(m.track_metas, k.metas, b.track_metas);
+  flow_strs_.clear();  // (used only here)
+  // Diagnostics: counts add up; the first messages are A's, B's, C's, with event numbers of
+  // the whole file.
+  for (const cat_entry& c : part.cats_) m.diagnostics.events_by_category[c.text] += c.count;
+  for (const auto& [kind, n] : b.diagnostics.warnings) m.diagnostics.warnings[kind] += n;
+  std::vector<std::string> messages(m.diagnostics.messages.begin(),
+                                    m.diagnostics.messages.begin() + static_cast<std::ptrdiff_t>(k.messages));
+  for (const std::string& s : b.diagnostics.messages) messages.push_back(shift_event_number(s, k.event_index));
+  for (std::size_t i = k.messages; i < m.diagnostics.messages.size(); ++i)
+    messages.push_back(shift_event_number(m.diagnostics.messages[i], part.event_index_));
+  if (messages.size() > 20) messages.resize(20);
+  m.diagnostics.messages = std::move(messages);
+  event_index_ += part.event_index_;
+  // The last Record Window End / Iteration Start in file order wins (C's, else B's, else A's).
+  if (!has_rwe_) {
+    has_rwe_ = part.has_rwe_ || k.has_rwe;
+    rwe_ts_ = part.has_rwe_ ? part.rwe_ts_ : k.rwe_ts;
+  }
+  if (!has_iter_) {
+    has_iter_ = part.has_iter_ || k.has_iter;
+    iter_ts_ = part.has_iter_ ? part.iter_ts_ : k.iter_ts;
+  }
 }
 
 void reader::finish() {
@@ -992,6 +1221,128 @@ static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src
   return finish_load(r, model, warnings);
 }
 
+/// The split parse of a plain text of `size` bytes in a file (`fd`, read with pread) or in
+/// memory (`mem`): see load_options::split_min_bytes and reader::absorb_part. The text is cut at
+/// two event separators inside traceEvents: X near the end (the keys after traceEvents stay
+/// with the main reader) and M halfway to X. The part reader gets "[" + text(M, X) + "]"; the
+/// main reader gets text[0, M) + text[X, size), whose window at M must end exactly there. Both
+/// run at once; nullopt when either fails (the caller then reads the text with one reader), so
+/// a bad guess costs time, never correctness.
+static std::optional<load_result> load_split(int fd, const char* mem, std::size_t size, const load_options& options) {
+  const std::size_t window = options.window_bytes;
+  if (options.split_min_bytes == 0 || size < options.split_min_bytes || size < 64 || window == 0 ||
+      size > options.max_text_bytes) {
+    return std::nullopt;
+  }
+  const auto read_at = [&](std::size_t off, std::size_t n, std::string& out) {
+    n = std::min(n, size - std::min(off, size));
+    out.resize(n);
+    if (mem != nullptr) {
+      std::memcpy(out.data(), mem + off, n);
+      return true;
+    }
+    std::size_t done = 0;
+    while (done < n) {
+      const ssize_t got = ::pread(fd, out.data() + done, n - done, static_cast<off_t>(off + done));
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) return false;
+      done += static_cast<std::size_t>(got);
+    }
+    return true;
+  };
+  std::string buf;
+  // Only an object with traceEvents (a bare array is old and small).
+  if (!read_at(0, 4096, buf)) return std::nullopt;
+  std::size_t i = buf.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  while (i < buf.size() && is_space(buf[i])) ++i;
+  if (i >= buf.size() || buf[i] != '{') return std::nullopt;
+  // The ',' of the first "}" <ws> "," <ws> "{" in [from, limit) (searched in the first MB).
+  const auto separator = [&](std::size_t from, std::size_t limit) -> std::size_t {
+    const std::size_t span = std::min(limit, from + (std::size_t{1} << 20)) - std::min(from, limit);
+    if (span == 0 || !read_at(from, span + 4096, buf)) return npos;
+    for (std::size_t k = 0; k < span; ++k) {
+      if (buf[k] != '}') continue;
+      std::size_t j = k + 1;
+      while (j < buf.size() && is_space(buf[j])) ++j;
+      if (j >= buf.size() || buf[j] != ',') continue;
+      std::size_t l = j + 1;
+      while (l < buf.size() && is_space(buf[l])) ++l;
+      if (l < buf.size() && buf[l] == '{') return from + j;
+    }
+    return npos;
+  };
+  // X: the first separator in the last 1/16 of the text (at most 8 MB); further back if the keys
+  // after traceEvents fill that (Kineto's log lines, say), up to a quarter of the text.
+  std::size_t x = npos;
+  for (std::size_t room = std::clamp<std::size_t>(size / 16, 64, std::size_t{8} << 20); x == npos && room <= size / 4;
+       room *= 2) {
+    x = separator(size - room, size);
+  }
+  if (x == npos) return std::nullopt;
+  // M after the start of traceEvents (keys before it, such as a long distributedInfo, can be
+  // half of a small file), found as the main reader finds it.
+  constexpr std::string_view key = "\"traceEvents\"";
+  std::size_t events_at = npos;
+  for (std::size_t from = 0; events_at == npos && from < x / 2; from += (std::size_t{1} << 20) - key.size()) {
+    if (!read_at(from, std::size_t{1} << 20, buf)) return std::nullopt;
+    if (const std::size_t k = buf.find(key); k != std::string::npos) events_at = from + k;
+  }
+  if (events_at == npos || events_at >= x / 2) return std::nullopt;
+  const std::size_t m = separator(std::max(x / 2, events_at + key.size()), x);
+  if (m == npos || m + 2 >= x) return std::nullopt;
+
+  if (options.progress_bytes != nullptr) options.progress_bytes->store(0, std::memory_order_relaxed);
+  const std::size_t chunk = stream_chunk(options), gap = window + (std::size_t{96} << 10);
+  std::atomic<bool> cancel{false};
+  using range = ranges_source::range;
+  text_stream part_stream(std::make_unique<ranges_source>(fd, mem, std::vector<range>{{m + 1, x}}, "[", "]"), chunk, gap,
+                          options.progress_bytes);
+  trace_model part_model;
+  trace_model model;
+  try {  // address space only, as in load_streamed
+    part_model.events.reserve(events_estimate(x - m));
+    model.events.reserve(events_estimate(size));
+  } catch (const std::bad_alloc&) {
+  }
+  reader part(part_model, part_stream);
+  part.cancel_on(&cancel);
+  bool part_ok = false;
+  std::jthread helper([&] {
+    try {
+      part_ok = part.run_part(window);
+    } catch (const std::exception&) {  // out of memory: one reader will try
+    }
+    if (!part_ok) cancel.store(true);
+    part_stream.close();
+  });
+  // However this function is left, the part reader is told to stop before `helper` joins it.
+  struct cancel_on_exit {
+    std::atomic<bool>& flag;
+    ~cancel_on_exit() { flag.store(true); }
+  } guard{cancel};
+  text_stream stream(std::make_unique<ranges_source>(fd, mem, std::vector<range>{{0, m}, {x, size}}), chunk, gap,
+                     options.progress_bytes);
+  reader r(model, stream);
+  r.split_at(m);
+  r.cancel_on(&cancel);
+  bool ok = false;
+  try {
+    ok = r.run_streamed(window) && r.split_done();
+  } catch (const std::exception&) {
+  }
+  if (!ok) cancel.store(true);
+  stream.close();
+  helper.join();
+  if (!ok || !part_ok) return std::nullopt;
+  struct stat sb {};
+  if (fd >= 0 && (::fstat(fd, &sb) != 0 || static_cast<std::size_t>(sb.st_size) != size)) return std::nullopt;
+  r.absorb_part(part);
+  model.diagnostics.text_bytes = size;
+  ++streamed_loads;
+  ++split_loads;
+  return finish_load(r, model, {});
+}
+
 /// Texts at least this big are parsed while they are still being read or inflated.
 constexpr std::size_t async_min_bytes = std::size_t{16} << 20;
 
@@ -1114,6 +1465,17 @@ static std::optional<load_result> load_file_streamed(const std::string& path, co
     ::close(fd);
     return std::nullopt;
   }
+  if (!gz) {
+    std::optional<load_result> split;
+    try {
+      split = load_split(fd, nullptr, size, options);
+    } catch (const std::exception&) {  // no thread, no memory for the merge: one reader tries
+    }
+    if (split) {
+      ::close(fd);
+      return split;
+    }
+  }
   std::unique_ptr<byte_source> src = std::make_unique<fd_source>(fd);
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
   return load_streamed(std::move(src), text_size, path, options);
@@ -1128,6 +1490,12 @@ static std::optional<load_result> load_buffer_streamed(std::string_view bytes, c
   const std::size_t isize = gz ? gzip_isize(b, bytes.size()) : 0;
   const std::size_t text_size = !gz ? bytes.size() : (isize >= bytes.size() ? isize : bytes.size() * 4);
   if (text_size <= stream_chunk(options)) return std::nullopt;
+  if (!gz) {
+    try {
+      if (auto split = load_split(-1, bytes.data(), bytes.size(), options)) return split;
+    } catch (const std::exception&) {  // as in load_file_streamed
+    }
+  }
   std::unique_ptr<byte_source> src = std::make_unique<memory_source>(bytes.data(), bytes.size());
   if (gz) src = std::make_unique<gzip_source>(std::move(src));
   return load_streamed(std::move(src), text_size, name, options);
@@ -1142,6 +1510,11 @@ using detail::is_gzip;
 using detail::load_text;
 using detail::read_file;
 using detail::text_buffer;
+
+std::uint64_t default_split_min_bytes() noexcept {
+  static const std::uint64_t value = std::thread::hardware_concurrency() >= 4 ? std::uint64_t{64} << 20 : 0;
+  return value;
+}
 
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   std::uint64_t n = 0;

@@ -12,6 +12,8 @@
 ///   Texts of 16 MB and more are read (or inflated) on a second thread while the first parses
 ///   what has arrived. Measured (bench_loader, 2-core VM): ~750 MB/s on plain text, 1 GB in
 ///   about 1.4 s with peak RSS about 1.26x the text; gzip is bound by zlib (~370 MB/s of text).
+///   Plain texts of 64 MB and more are split between two readers on machines with 4 hardware
+///   threads or more (load_options::split_min_bytes).
 /// * Events are stable-sorted by ts; strings are interned (trace_model::intern).
 /// * Bad events degrade per event: wrong types, missing fields and out-of-range numbers become
 ///   defaults and are counted in `diagnostics.warnings` (the first messages are kept, with the
@@ -62,6 +64,12 @@ struct load_result {
 /// The default limit on a trace's JSON text (load_options::max_text_bytes): 16 GiB.
 inline constexpr std::uint64_t default_max_text_bytes = std::uint64_t{16} << 30;
 
+/// load_options::split_min_bytes's default: 64 MiB on machines with 4 hardware threads or more,
+/// else 0 (never split). Measured with bench_loader: on 2 cores the second reader and its
+/// input thread compete with the first for the same two cores (and two threads touching fresh
+/// memory at once raise the kernel's page-zeroing time), so a split parse is no faster there.
+std::uint64_t default_split_min_bytes() noexcept;
+
 /// Tuning knobs (tests use them to exercise both parse paths).
 struct load_options {
   /// Size of the traceEvents windows handed to simdjson; 0 parses the whole text as one document
@@ -81,6 +89,13 @@ struct load_options {
   /// the start; texts too small to stream (or a whole-text fallback) leave it at 0 until the end.
   /// The caller owns it; it is not set to the total at the end (the result says that).
   std::atomic<std::uint64_t>* progress_bytes = nullptr;
+  /// Plain (not gzip) texts of at least this many bytes, read through the streamed path, are
+  /// parsed by two readers at once: one reads the middle part of traceEvents while the other
+  /// reads the rest, and the two models are merged into exactly the one a single reader gives
+  /// (same string ids, same order, same warnings). 0 = never. Files whose layout does not allow
+  /// it (a bare array, traceEvents starting after the middle, no event separator near the
+  /// chosen points, a cut that falls inside a string) are read by one reader.
+  std::uint64_t split_min_bytes = default_split_min_bytes();
 };
 
 /// Parses a size as the --max_file_size flags take it: a whole number of bytes with an optional

@@ -6,6 +6,7 @@
 /// loader.cpp). Not part of the analysis API.
 
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "analysis/loader_stream.hpp"
@@ -251,6 +253,25 @@ class reader {
   /// After a successful run (the text may already be freed): sort, fill diagnostics and meta.
   void finish();
 
+  // --- The split parse (loader.cpp, load_split): two readers on two parts of one plain text.
+  // The main reader reads the text with a middle part cut out ("A" before the cut, "C" after
+  // it, spliced at offset `split_at`, an event separator); a part reader reads the middle part
+  // ("B", given as "[" + its events + "]") at the same time. absorb_part() then makes the main
+  // model exactly the model a single reader of the whole text gives: file order A, B, C.
+
+  /// Main reader: a window must end exactly at `at` (the ',' before C's first event); the
+  /// counts there are noted (split_mark). run_streamed() fails if that cannot be done.
+  void split_at(std::size_t at) { split_at_ = at; }
+  bool split_done() const noexcept { return split_done_; }
+  /// Checked between windows: another reader of the same text failed, stop early.
+  void cancel_on(const std::atomic<bool>* flag) { cancel_ = flag; }
+  /// Part reader: parses "[" events "]" from the stream in windows; false on any failure.
+  bool run_part(std::size_t window);
+  /// Main reader, after both runs succeeded: B's events and tables go between A's and C's,
+  /// string ids are renumbered in first-occurrence order, side-table indexes and the event
+  /// numbers in warning messages are shifted. Call before finish().
+  void absorb_part(reader& part);
+
  private:
   struct pending {
     std::string_view ph, cat, name;
@@ -285,7 +306,7 @@ class reader {
   };
 
   struct snapshot {
-    std::size_t events, ops, kernels, memory, python, collectives, fwdbwd, metas, messages, cats;
+    std::size_t events, ops, kernels, memory, python, collectives, fwdbwd, metas, messages, cats, flow_strs;
     std::vector<std::uint64_t> cat_counts;
     std::map<std::string, std::uint64_t> warnings;
     std::int64_t event_index;
@@ -319,6 +340,24 @@ class reader {
   bool deferring_ = false;            ///< reading args: warn() records into p_.warnings
   arg_group group_ = arg_group::any;  ///< the group of the args field being read
   std::string name_buf_, cat_buf_, ph_buf_, tmp_buf_, json_buf_;
+  /// fwdbwd entries whose pid (bit 0) or tid (bit 1) is a string id (flow_event has no flags;
+  /// the split parse renumbers string ids).
+  std::vector<std::pair<std::uint32_t, std::uint8_t>> flow_strs_;
+  // The split parse (see split_at).
+  struct split_mark {
+    std::size_t events = 0, ops = 0, kernels = 0, memory = 0, python = 0, collectives = 0, fwdbwd = 0, metas = 0,
+                strings = 0, messages = 0, flow_strs = 0;
+    std::int64_t event_index = 0;
+    double rwe_ts = 0, iter_ts = 0;
+    bool has_rwe = false, has_iter = false;
+  };
+  std::size_t split_at_ = npos;
+  bool split_done_ = false;
+  split_mark mark_;
+  const std::atomic<bool>* cancel_ = nullptr;
+  bool cancelled() const noexcept { return cancel_ != nullptr && cancel_->load(std::memory_order_relaxed); }
+  /// The window ending at split_at_ parsed: note the counts, start C's Record Window End state.
+  void mark_split();
 
   void reset() {
     m_ = trace_model{};
@@ -329,11 +368,14 @@ class reader {
     legacy_ = false;
     event_index_ = 0;
     has_rwe_ = has_iter_ = false;
+    flow_strs_.clear();
+    split_done_ = false;
   }
 
   snapshot take_snapshot() const {
     snapshot s{m_.events.size(), m_.ops.size(), m_.kernels.size(), m_.memory.size(), m_.python.size(), m_.collectives.size(),
-               m_.fwdbwd.size(), m_.track_metas.size(), m_.diagnostics.messages.size(), cats_.size(), {}, m_.diagnostics.warnings,
+               m_.fwdbwd.size(), m_.track_metas.size(), m_.diagnostics.messages.size(), cats_.size(), flow_strs_.size(), {},
+               m_.diagnostics.warnings,
                event_index_, rwe_ts_, iter_ts_, has_rwe_, has_iter_};
     s.cat_counts.reserve(cats_.size());
     for (const cat_entry& c : cats_) s.cat_counts.push_back(c.count);
@@ -348,6 +390,7 @@ class reader {
     m_.python.resize(s.python);
     m_.collectives.resize(s.collectives);
     m_.fwdbwd.resize(s.fwdbwd);
+    flow_strs_.resize(s.flow_strs);
     m_.track_metas.resize(s.metas);
     m_.diagnostics.messages.resize(s.messages);
     m_.diagnostics.warnings = s.warnings;

@@ -13,4 +13,7 @@ namespace kinetoscope::analysis::detail {
 /// gave up on it and parsed the whole text instead does not count.
 inline std::atomic<std::uint64_t> streamed_loads{0};
 
+/// Streamed loads whose text was read by two readers at once (load_options::split_min_bytes).
+inline std::atomic<std::uint64_t> split_loads{0};
+
 }  // namespace kinetoscope::analysis::detail

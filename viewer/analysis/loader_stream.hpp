@@ -6,6 +6,7 @@
 /// and says how much of the past it still needs, so at most a few chunks are resident. Not part
 /// of the analysis API.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +81,69 @@ class memory_source : public byte_source {
  private:
   const char* p_;
   std::size_t n_;
+  std::uint64_t consumed_ = 0;
+};
+
+/// Byte ranges of one file or buffer, read in order, between an optional literal prefix and
+/// suffix: the split parse (loader.cpp, load_split) hands each reader its part of the text this
+/// way. File ranges use pread, so several sources may share one descriptor (not owned).
+class ranges_source : public byte_source {
+ public:
+  struct range {
+    std::uint64_t begin = 0, end = 0;
+  };
+  /// From a file descriptor (`mem` null) or from memory at `mem`.
+  ranges_source(int fd, const char* mem, std::vector<range> ranges, std::string prefix = {}, std::string suffix = {})
+      : fd_(fd), mem_(mem), ranges_(std::move(ranges)), prefix_(std::move(prefix)), suffix_(std::move(suffix)) {}
+  std::ptrdiff_t fill(char* dst, std::size_t cap) override {
+    std::size_t done = 0;
+    auto literal = [&](const std::string& s, std::size_t& used) {
+      const std::size_t k = std::min(cap - done, s.size() - used);
+      std::memcpy(dst + done, s.data() + used, k);
+      used += k;
+      done += k;
+    };
+    literal(prefix_, prefix_used_);
+    while (done < cap && next_ < ranges_.size()) {
+      range& r = ranges_[next_];
+      if (r.begin >= r.end) {
+        ++next_;
+        continue;
+      }
+      const std::size_t want = static_cast<std::size_t>(std::min<std::uint64_t>({cap - done, r.end - r.begin, std::uint64_t{1} << 30}));
+      if (mem_ != nullptr) {
+        std::memcpy(dst + done, mem_ + r.begin, want);
+        r.begin += want;
+        done += want;
+        consumed_ += want;
+        continue;
+      }
+      const ssize_t got = ::pread(fd_, dst + done, want, static_cast<off_t>(r.begin));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) {
+        error = std::string("read error: ") + std::strerror(errno);
+        return -1;
+      }
+      if (got == 0) {  // the file became shorter: end here (the caller compares sizes)
+        ranges_.resize(next_);
+        break;
+      }
+      r.begin += static_cast<std::uint64_t>(got);
+      done += static_cast<std::size_t>(got);
+      consumed_ += static_cast<std::uint64_t>(got);
+    }
+    if (next_ >= ranges_.size()) literal(suffix_, suffix_used_);
+    return static_cast<std::ptrdiff_t>(done);
+  }
+  std::uint64_t consumed() const noexcept override { return consumed_; }
+
+ private:
+  int fd_;
+  const char* mem_;
+  std::vector<range> ranges_;
+  std::size_t next_ = 0;
+  std::string prefix_, suffix_;
+  std::size_t prefix_used_ = 0, suffix_used_ = 0;
   std::uint64_t consumed_ = 0;
 };
 
@@ -211,8 +275,8 @@ class limited_source : public byte_source {
 class text_stream {
  public:
   /// `chunk`: bytes per read; `gap`: room before each chunk for the carried tail of the last one.
-  /// `progress` (optional): set to the source bytes (byte_source::consumed) behind the chunks
-  /// handed to the parser so far, once per chunk (load_options::progress_bytes).
+  /// `progress` (optional): the source bytes (byte_source::consumed) behind the chunks handed to
+  /// the parser so far are added to it, once per chunk (load_options::progress_bytes).
   text_stream(std::unique_ptr<byte_source> src, std::size_t chunk, std::size_t gap,
               std::atomic<std::uint64_t>* progress = nullptr)
       : src_(std::move(src)), chunk_(chunk), gap_(gap), std_cap_(gap + chunk + padding), progress_(progress) {
@@ -279,6 +343,7 @@ class text_stream {
   bool eof_ = false, failed_ = false;
   std::atomic<std::uint64_t>* progress_;
   std::uint64_t parsed_source_ = 0;  ///< source bytes of the blocks before the current one
+  std::uint64_t reported_ = 0;       ///< of those, added to *progress_ so far
 
   static constexpr std::size_t ahead = 1;  ///< filled blocks waiting at most
 
@@ -348,7 +413,11 @@ class text_stream {
       }
       cv_.notify_all();
       // The parser is done with the blocks before this one (but for a carried tail).
-      if (progress_ != nullptr) progress_->store(parsed_source_, std::memory_order_relaxed);
+      // Added, not stored: the split parse runs two streams that report into one counter.
+      if (progress_ != nullptr && parsed_source_ > reported_) {
+        progress_->fetch_add(parsed_source_ - reported_, std::memory_order_relaxed);
+        reported_ = parsed_source_;
+      }
       if (b.source_end > parsed_source_) parsed_source_ = b.source_end;
       eof_ = b.last;
       failed_ = b.failed;
