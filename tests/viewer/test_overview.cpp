@@ -149,9 +149,10 @@ TEST_CASE("overview: extend_steps reproduces the plugin's worked example") {
   // Host steps [100,300) and [350,500); kernel [150,240) launched before profiling; step 1
   // launches a memcpy [280,380); step 2 a kernel [410,610).
   const std::vector<interval> host = {{100, 300}, {350, 500}};
-  launch before{40, 50, {{150, 240}}, {0}};
-  launch l1{200, 210, {{280, 380}}, {1}};
-  launch l2{400, 405, {{410, 610}}, {2}};
+  const std::uint32_t d0[] = {0}, d1[] = {1}, d2[] = {2};  // indexes into `all`
+  launch before{40, 50, d0};
+  launch l1{200, 210, d1};
+  launch l2{400, 405, d2};
   const std::vector<std::pair<std::uint32_t, interval>> all = {{0, {150, 240}}, {1, {280, 380}}, {2, {410, 610}}};
   const extended_steps ext = extend_steps(host, {&l2, &before, &l1}, all);
   REQUIRE(ext.matched);
@@ -163,12 +164,13 @@ TEST_CASE("overview: extend_steps reproduces the plugin's worked example") {
 
 TEST_CASE("overview: extend_steps skips straddling runtimes and keeps steps without device work") {
   const std::vector<interval> host = {{100, 200}, {200, 300}};
-  launch straddle{190, 210, {{400, 450}}, {0}};  // starts inside step 1, ends after it
+  const std::uint32_t d0[] = {0}, d1[] = {1};
+  launch straddle{190, 210, d0};  // starts inside step 1, ends after it
   const extended_steps none = extend_steps(host, {&straddle}, {{0, {400, 450}}});
   CHECK_FALSE(none.matched);
   CHECK(none.steps == host);
 
-  launch inside{120, 130, {{140, 260}}, {1}};
+  launch inside{120, 130, d1};
   const extended_steps ext = extend_steps(host, {&inside, &straddle}, {{0, {400, 450}}, {1, {140, 260}}});
   REQUIRE(ext.matched);
   CHECK(ext.steps[0] == interval{100, 260});

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <span>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -96,11 +97,40 @@ std::vector<record> collect_records(const trace_model& model, std::vector<std::s
   return out;
 }
 
+/// Record indices per operator node, in time order, as two flat arrays (offsets per node, then
+/// the indices): collected as (node, record) pairs during the walk, then grouped by node with
+/// one stable counting pass. A vector per node cost 24 bytes for every node of the tree (about
+/// 0.34 GB on a 10 GB trace, nearly all of them empty), in compute_memory and again in
+/// build_memory_index.
+class node_record_lists {
+ public:
+  void add(std::uint32_t node, std::size_t record) { pairs_.push_back({node, static_cast<std::uint32_t>(record)}); }
+  /// Groups the pairs; `nodes`: the tree's node count.
+  void finish(std::size_t nodes) {
+    offsets_.assign(nodes + 1, 0);
+    for (const auto& [node, record] : pairs_) ++offsets_[node + 1];
+    for (std::size_t i = 1; i <= nodes; ++i) offsets_[i] += offsets_[i - 1];
+    items_.resize(pairs_.size());
+    for (const auto& [node, record] : pairs_) items_[offsets_[node]++] = record;  // offsets_[n]: end of n
+    for (std::size_t i = nodes; i > 0; --i) offsets_[i] = offsets_[i - 1];
+    offsets_[0] = 0;
+    pairs_ = {};
+  }
+  std::span<const std::uint32_t> operator[](std::uint32_t node) const {
+    return {items_.data() + offsets_[node], offsets_[node + 1] - offsets_[node]};
+  }
+
+ private:
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs_;
+  std::vector<std::uint32_t> offsets_;
+  std::vector<std::uint32_t> items_;
+};
+
 /// plugin-rules.md#memory-view: the plugin's cursor walk over one thread's tree. Every node entered
 /// is marked processed (the root too); a record lands on the node the walk stops in, and only
 /// operator nodes keep it.
 void attribute_thread(const op_trees& trees, std::uint32_t root, std::vector<record>& records,
-                      const std::vector<std::size_t>& indices, std::vector<std::vector<std::size_t>>& node_records,
+                      const std::vector<std::size_t>& indices, node_record_lists& node_records,
                       std::vector<char>& processed, memory_counts& counts) {
   std::vector<std::pair<std::uint32_t, std::size_t>> stack;  // (parent node, child index being visited)
   std::uint32_t current = root;
@@ -146,7 +176,7 @@ void attribute_thread(const op_trees& trees, std::uint32_t root, std::vector<rec
       child_index = 0;
     }
     if (trees.is_operator(current)) {
-      node_records[current].push_back(indices[k]);
+      node_records.add(current, indices[k]);
       ++counts.attributed_records;
       if (r.is_allocation()) {
         r.op_name = trees.nodes[current].name;
@@ -196,7 +226,7 @@ class address_slots {
 struct stats_walk {
   const op_trees& trees;
   const std::vector<record>& records;
-  const std::vector<std::vector<std::size_t>>& node_records;
+  const node_record_lists& node_records;
   const std::vector<char>& processed;
   std::size_t device_count;
   double lo;
@@ -258,7 +288,7 @@ struct stats_walk {
 struct prepared {
   std::vector<std::string> device_names;
   std::vector<record> records;
-  std::vector<std::vector<std::size_t>> node_records;  ///< per operator node: record indices, time order
+  node_record_lists node_records;                      ///< per operator node: record indices, time order
   std::vector<char> processed;                         ///< per node: entered by the attribution walk
   memory_counts counts;
 };
@@ -268,7 +298,6 @@ prepared prepare(const trace_model& model, const op_trees& trees) {
   p.records = collect_records(model, p.device_names, p.counts);
   std::vector<record>& records = p.records;
   // plugin-rules.md#memory-view attribution, thread by thread.
-  p.node_records.resize(trees.nodes.size());
   p.processed.assign(trees.nodes.size(), 0);
   {
     std::map<std::int64_t, std::vector<std::size_t>> by_tid;
@@ -281,6 +310,7 @@ prepared prepare(const trace_model& model, const op_trees& trees) {
                        p.processed, p.counts);
     }
   }
+  p.node_records.finish(trees.nodes.size());
   // Each free copies the op of the open allocation at its address (all records, time order).
   {
     std::unordered_map<std::uint64_t, std::size_t> open;
@@ -393,7 +423,7 @@ memory_result compute_memory(const trace_model& model, const op_trees& trees,
   prepared prep = prepare(model, trees);
   const std::vector<std::string>& device_names = prep.device_names;
   const std::vector<record>& records = prep.records;
-  const std::vector<std::vector<std::size_t>>& node_records = prep.node_records;
+  const node_record_lists& node_records = prep.node_records;
   const std::vector<char>& processed = prep.processed;
   result.counts = prep.counts;
   result.present = !records.empty() || result.counts.unknown_device_records > 0;

@@ -249,10 +249,11 @@ extended_steps extend_steps(const std::vector<interval>& host, std::vector<const
     if (rt.start < host[i].start) {
       ++k;  // starts before this step (or straddles its start): skipped for good
     } else if (rt.end <= host[i].end) {
-      for (std::size_t d = 0; d < rt.devices.size(); ++d) {
-        dmin[i] = std::min(dmin[i], rt.devices[d].start);
-        dmax[i] = std::max(dmax[i], rt.devices[d].end);
-        matched.insert(rt.device_ids[d]);
+      for (const std::uint32_t d : rt.devices) {
+        const auto& [id, range] = all_devices[d];
+        dmin[i] = std::min(dmin[i], range.start);
+        dmax[i] = std::max(dmax[i], range.end);
+        matched.insert(id);
         ++out.device_count[i];
       }
       ++k;
@@ -459,14 +460,7 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
   launches.reserve(trees.runtimes.size());
   for (const runtime_node& rt : trees.runtimes) {
     if (rt.stale_dummy) continue;
-    launch l;
-    l.start = rt.start;
-    l.end = rt.end;
-    for (std::uint32_t d : rt.devices) {
-      l.devices.push_back({trees.devices[d].start, trees.devices[d].end});
-      l.device_ids.push_back(d);
-    }
-    launches.push_back(std::move(l));
+    launches.push_back({rt.start, rt.end, std::span<const std::uint32_t>(rt.devices.begin(), rt.devices.size())});
   }
   std::vector<const launch*> launch_ptrs;
   launch_ptrs.reserve(launches.size());

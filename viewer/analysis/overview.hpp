@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -192,8 +193,10 @@ std::vector<host_step> host_steps(const trace_model& model, const role_ranges& r
 struct launch {
   double start = 0;
   double end = 0;
-  std::vector<interval> devices;   ///< device nodes in launch order
-  std::vector<std::uint32_t> device_ids;  ///< ids of those device nodes (any unique numbering)
+  /// The device nodes it launched, in launch order, as indexes into extend_steps' `all_devices`
+  /// (a view: compute_overview points it at the op tree's own lists, so the millions of
+  /// launches of a big trace cost 32 bytes each and no heap block).
+  std::span<const std::uint32_t> devices;
 };
 /// Result of plugin-rules.md#step-extension for each step.
 struct extended_steps {
@@ -202,7 +205,7 @@ struct extended_steps {
   bool matched = false;                  ///< some device node was matched
 };
 /// plugin-rules.md#step-extension. `launches` in any order; `all_devices` = every device node (id,
-/// interval) of the trace.
+/// interval) of the trace, which launch::devices index.
 extended_steps extend_steps(const std::vector<interval>& host, std::vector<const launch*> launches,
                             const std::vector<std::pair<std::uint32_t, interval>>& all_devices);
 
