@@ -662,7 +662,7 @@ struct store::impl {
       const std::string& path, const std::string& rel, std::uint64_t bytes, std::uint64_t max_text_bytes,
       std::atomic<std::uint64_t>* progress, std::string& error, int& error_number, index_writer* writer = nullptr,
       std::uint64_t generation = 0,
-      const timeline_ready_fn& timeline_ready = {}) {
+      const timeline_ready_fn& timeline_ready = {}, bool serving = true) {
     an::load_result r = an::load_trace(path, {.max_text_bytes = max_text_bytes, .progress_bytes = progress});
     if (!r.ok()) {
       // Named by the path relative to the logdir: /api/status shows it.
@@ -677,19 +677,21 @@ struct store::impl {
       return nullptr;
     }
     return build_profile(std::move(*r.model), rel, bytes, generation != 0 ? generation : next_generation(), writer,
-                         timeline_ready);
+                         timeline_ready, std::nullopt, serving);
   }
 
   /// Every view of `model` (the load's analysis part, also run on a model read from an index).
   /// (`writer`: see load_profile.) `timeline_ready` (optional) is called, from the timeline's
   /// thread, with the profile once its model and timeline are in place, while the op tree and
   /// the views are still being computed: see store::acquire's timeline_only. `persisted_timeline`: the timeline's columns read from an
-  /// index (used when they fit the model).
+  /// index (used when they fit the model). `serving` false (`kinetoscope index`: the profile
+  /// only feeds the index): the flow tables of the Trace view's clicks, not persisted, are not
+  /// built (on a 10 GB trace they were built beside the report, at its memory peak).
   static std::shared_ptr<profile> build_profile(
       an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
       index_writer* writer = nullptr,
       const timeline_ready_fn& timeline_ready = {},
-      std::optional<timeline_columns> persisted_timeline = std::nullopt) {
+      std::optional<timeline_columns> persisted_timeline = std::nullopt, bool serving = true) {
     auto p = std::make_shared<profile>();
     p->path = rel;
     p->file_bytes = bytes;
@@ -699,7 +701,7 @@ struct store::impl {
     // view's requests, then the index's model and timeline sections, written by the writer's
     // own thread, then the flow tables) on a thread of its own, the op tree and the views on
     // this one. 1 GB trace: the timeline's 0.3-0.45 s off the load's path.
-    const auto timeline_side = [&p, writer, &timeline_ready, &persisted_timeline] {
+    const auto timeline_side = [&p, writer, &timeline_ready, &persisted_timeline, serving] {
       // From the index's columns when they are given and fit the model, else laid out.
       if (persisted_timeline) {
         try {
@@ -719,7 +721,7 @@ struct store::impl {
       if (timeline_ready) timeline_ready(p);
       // The flow tables of the first click on a slice (event_json waits for them if it comes
       // first): after the first window, not before it.
-      if (p->timeline) {
+      if (p->timeline && serving) {
         try {
           p->timeline->prepare_flows();
         } catch (const std::exception&) {
@@ -1440,7 +1442,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     const std::string name = fs::path(key->path).filename().string();
     index_writer writer(out.index_file, *key);
     auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
-                                       &writer);
+                                       &writer, 0, {}, /*serving=*/false);
     if (!p) {
       out.error = error;
       return out;
