@@ -334,7 +334,7 @@ TEST_CASE("op_tree: which nodes are operators") {
   CHECK(t.nodes[find(t, "nccl:all_reduce")].kind == node_kind::op);
   CHECK(t.nodes[find(t, "Optimizer.step#SGD.step")].kind == node_kind::optimizer);
   CHECK(t.nodes[find(t, "nn.Module: Linear_0")].kind == node_kind::module);
-  CHECK(t.nodes[find(t, "nn.Module: Linear_0")].module_id == 1);
+  CHECK(module_id_of(m, t.nodes[find(t, "nn.Module: Linear_0")]) == 1);
   CHECK(plugin_type_name(t.nodes[find(t, "nn.Module: Linear_0")]) == "Module");
   CHECK(plugin_type_name(t.nodes[find(t, "ProfilerStep#1")]) == "ProfilerStep");
   CHECK(plugin_type_name(t.nodes[find(t, "nccl:all_reduce")]) == "user_annotation");
@@ -511,7 +511,9 @@ TEST_CASE("op_tree: Lightning profile and module events") {
   REQUIRE(t.threads.size() == 1);
   const auto pl_mod = find(t, "model.layer");
   CHECK(t.nodes[pl_mod].kind == node_kind::pl_module);
-  CHECK(t.nodes[pl_mod].module_type == "torch.nn.modules.linear.Linear");
+  CHECK(pl_module_type(m, t.nodes[pl_mod]) == "torch.nn.modules.linear.Linear");
+  CHECK(module_id_of(m, t.nodes[pl_mod]) == 0);
+  CHECK(pl_module_type(m, t.nodes[find(t, "aten::linear")]).empty());
   CHECK(child_names(t, pl_mod) == std::vector<std::string>{"aten::linear"});
   CHECK(find_all(t, "nn.Module: Linear_0").empty());
   CHECK(operator_names(t) == std::vector<std::string>{"aten::linear"});

@@ -177,7 +177,7 @@ using stats_key = std::pair<std::string, std::int64_t>;
 /// plugin-rules.md#module-view: sums over the module (or PL module) nodes reachable through step,
 /// module, plain operator, optimizer, PL-module and data-loader nodes, thread by thread in tree
 /// order.
-std::map<stats_key, module_stats> aggregate_modules(const op_trees& trees, node_kind wanted) {
+std::map<stats_key, module_stats> aggregate_modules(const trace_model& model, const op_trees& trees, node_kind wanted) {
   std::map<stats_key, module_stats> out;
   const auto walk = [&](const auto& self, std::uint32_t i) -> void {
     const op_node& n = trees.nodes[i];
@@ -193,7 +193,7 @@ std::map<stats_key, module_stats> aggregate_modules(const op_trees& trees, node_
         return;
     }
     if (n.kind == wanted) {
-      const std::int64_t id = wanted == node_kind::module ? n.module_id : 0;
+      const std::int64_t id = wanted == node_kind::module ? module_id_of(model, n) : 0;
       module_stats& s = out[{std::string(n.name), id}];
       s.occurrences += 1;
       for (const std::uint32_t c : n.children) s.operators += trees.is_operator(c) ? 1 : 0;
@@ -259,12 +259,12 @@ module_view_result compute_module_view(const trace_model& model, const op_trees&
   std::vector<hier_module> hierarchy;
   std::map<stats_key, module_stats> stats;
   if (model.lightning) {
-    stats = aggregate_modules(trees, node_kind::pl_module);
+    stats = aggregate_modules(model, trees, node_kind::pl_module);
     if (!stats.empty()) hierarchy = lightning_hierarchy(trees);
     if (!hierarchy.empty()) result.kind = module_view_kind::lightning;
   }
   if (result.kind == module_view_kind::none) {
-    stats = aggregate_modules(trees, node_kind::module);
+    stats = aggregate_modules(model, trees, node_kind::module);
     if (!stats.empty()) hierarchy = python_hierarchy(model);
     if (!hierarchy.empty()) result.kind = module_view_kind::module;
   }

@@ -278,7 +278,6 @@ void builder::pass1() {
         n.external_id = e.external_id;
         if (n.kind == node_kind::module) {
           n.external_id = 0;  // the plugin drops module nodes' external id
-          if (e.extra != no_index && e.extra < m_.python.size()) n.module_id = m_.python[e.extra].module_id;
         } else if (n.kind == node_kind::pl_profile) {
           n.name = name.substr(pl_profile_prefix.size());
           n.name_id = no_index;
@@ -287,14 +286,11 @@ void builder::pass1() {
           std::string_view rest = name.substr(pl_module_prefix.size());
           auto sep = rest.find(": ");
           if (sep == std::string_view::npos) {
-            n.module_type = rest.empty() ? rest : rest.substr(0, rest.size() - 1);
             n.name = rest.size() > 1 ? rest.substr(1) : std::string_view{};
           } else {
-            n.module_type = rest.substr(0, sep);
             n.name = rest.substr(sep + 2);
           }
           n.name_id = no_index;
-          n.module_id = 0;
         }
         n.tc_eligible_allow_list = n.name_id != no_index ? (flags_of(n.name_id) & tc_allow) != 0
                                                          : is_tc_eligible_op(n.name);
@@ -950,6 +946,23 @@ std::optional<node_kind> classify_host_event(event_type type, std::string_view n
     default:
       return std::nullopt;
   }
+}
+
+std::int64_t module_id_of(const trace_model& model, const op_node& n) {
+  if (n.kind == node_kind::pl_module) return 0;
+  if (n.kind != node_kind::module || n.event == no_index || n.event >= model.events.size()) return -1;
+  const std::uint32_t extra = model.events[n.event].extra;
+  return extra != no_index && extra < model.python.size() ? model.python[extra].module_id : -1;
+}
+
+std::string_view pl_module_type(const trace_model& model, const op_node& n) {
+  if (n.kind != node_kind::pl_module || n.event == no_index || n.event >= model.events.size()) return {};
+  const std::string_view name = model.str(model.events[n.event].name);
+  if (!name.starts_with(pl_module_prefix)) return {};
+  const std::string_view rest = name.substr(pl_module_prefix.size());
+  const auto sep = rest.find(": ");
+  if (sep == std::string_view::npos) return rest.empty() ? rest : rest.substr(0, rest.size() - 1);
+  return rest.substr(0, sep);
 }
 
 std::string_view plugin_type_name(const op_node& n) {

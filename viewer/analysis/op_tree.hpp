@@ -275,8 +275,8 @@ struct op_node {
   double device_self = 0;            ///< modules: + device total of direct "operator" children
   double tc_total = 0;
   double tc_self = 0;
-  std::int64_t module_id = -1;       ///< module nodes: "Python module id"
-  std::string_view module_type;      ///< pl_module: text before ": "
+  // (A module's "Python module id" and a PL module's type are read from the model when needed:
+  // module_id_of(), pl_module_type(); keeping them here cost 24 bytes on every node.)
 
   /// Indices into op_trees::nodes, sorted by (start, −end); backward nodes are inserted in
   /// place by plugin-rules.md#backward-regrouping step 7 (not re-sorted, as the plugin).
@@ -299,6 +299,14 @@ struct op_node {
 /// (root and python events), "ProfilerStep", "Operator", "user_annotation", "Module", "backward",
 /// "pl_profile", "pl_module".
 std::string_view plugin_type_name(const op_node& n);
+
+/// Module nodes: their event's "Python module id" (-1 when absent); PL module nodes: 0 (the
+/// plugin keys them by name only); other nodes: -1.
+std::int64_t module_id_of(const trace_model& model, const op_node& n);
+
+/// PL module nodes: the module's type, the text before ": " in "[pl][module]<type>: <name>"
+/// (without ": ", the plugin's slicing: all but the last character); "" for other nodes.
+std::string_view pl_module_type(const trace_model& model, const op_node& n);
 
 /// One thread's tree.
 struct thread_tree {
