@@ -65,9 +65,9 @@ struct load_result {
 inline constexpr std::uint64_t default_max_text_bytes = std::uint64_t{16} << 30;
 
 /// load_options::split_min_bytes's default: 64 MiB on machines with 4 hardware threads or more,
-/// else 0 (never split). Measured with bench_loader: on 2 cores the second reader and its
-/// input thread compete with the first for the same two cores (and two threads touching fresh
-/// memory at once raise the kernel's page-zeroing time), so a split parse is no faster there.
+/// else 0 (never split). Measured with bench_loader: 1.5x faster on a 16-core host (and on 2
+/// cores of it), but no reliable gain on the 2-core VM the goals are measured on, where two
+/// threads touching fresh memory at once multiply the kernel's page-zeroing time.
 std::uint64_t default_split_min_bytes() noexcept;
 
 /// Tuning knobs (tests use them to exercise both parse paths).
