@@ -3,7 +3,6 @@
 // of traces, the real diff_base/diff_test pair checked against per-op sums taken from the raw
 // JSON, the plugin's observed structure for the ResNet sample's two spans, and self-diffs.
 #include <doctest/doctest.h>
-#include <zlib.h>
 
 #include <functional>
 #include <map>
@@ -14,6 +13,7 @@
 
 #include "analysis/diff_view.hpp"
 #include "analysis/loader.hpp"
+#include "real_trace_files.hpp"
 #include "analysis/op_tree.hpp"
 
 using namespace kinetoscope::analysis;
@@ -21,22 +21,8 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
-  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
-  return s;
-}
-
-std::string gunzip_file(const std::string& path) {
-  gzFile gz = gzopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(gz != nullptr, path);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(gz, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  gzclose(gz);
-  return out;
-}
+using kinetoscope_test::gunzip_file;
+using kinetoscope_test::real_dir;
 
 struct loaded {
   trace_model model;

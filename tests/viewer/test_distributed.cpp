@@ -4,7 +4,6 @@
 // here from the raw JSON events; a hand-written two-worker trace covers
 // kernel ranges, real-time alignment, steps and the cases where the view does not exist.
 #include <doctest/doctest.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +15,7 @@
 
 #include "analysis/distributed_view.hpp"
 #include "analysis/loader.hpp"
+#include "real_trace_files.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
 
@@ -24,22 +24,8 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
-  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
-  return s;
-}
-
-std::string gunzip_file(const std::string& path) {
-  gzFile gz = gzopen(path.c_str(), "rb");
-  REQUIRE_MESSAGE(gz != nullptr, path);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(gz, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  gzclose(gz);
-  return out;
-}
+using kinetoscope_test::gunzip_file;
+using kinetoscope_test::real_dir;
 
 /// One worker loaded through the real pipeline (loader → op tree → overview).
 struct worker {

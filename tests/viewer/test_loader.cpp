@@ -20,6 +20,7 @@
 #include "analysis/loader.hpp"
 #include "analysis/loader_stats.hpp"
 #include "analysis/op_tree.hpp"
+#include "real_trace_files.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 
@@ -29,27 +30,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 using namespace kinetoscope::analysis;
 
-std::string real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
-  REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
-  return s;
-}
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-std::string gunzip_file(const std::string& path) {
-  gzFile gz = gzopen(path.c_str(), "rb");
-  REQUIRE(gz != nullptr);
-  std::string out;
-  char buf[1 << 16];
-  int n = 0;
-  while ((n = gzread(gz, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-  gzclose(gz);
-  return out;
-}
+using kinetoscope_test::gunzip_file;
+using kinetoscope_test::real_dir;
+using kinetoscope_test::real_traces;
 
 std::string gzip_bytes(const std::string& text) {
   z_stream zs{};
@@ -63,16 +46,6 @@ std::string gzip_bytes(const std::string& text) {
   out.resize(zs.total_out);
   deflateEnd(&zs);
   return out;
-}
-
-std::vector<std::string> real_traces() {
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(real_dir() + "/traces")) {
-    const std::string p = e.path().string();
-    if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) files.push_back(p);
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 /// The plugin's category table (docs/plugin-rules.md#event-categories), written out again for the
@@ -218,7 +191,7 @@ TEST_CASE("loader: every real trace loads with independently computed counts") {
   REQUIRE(files.size() >= 12);
   for (const std::string& path : files) {
     CAPTURE(path);
-    const std::string text = path.ends_with(".gz") ? gunzip_file(path) : read_bytes(path);
+    const std::string text = kinetoscope_test::read_trace_text(path);
     const expected x = compute_expected(text);
     load_result r = load_trace(path);
     if (!r.ok()) FAIL(r.error->message());

@@ -6,19 +6,17 @@
 // texts whose cut points fall inside strings (those must be read by one reader instead).
 #include <doctest/doctest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
 #include "analysis/loader.hpp"
 #include "analysis/loader_stats.hpp"
+#include "real_trace_files.hpp"
 
 namespace {
 
@@ -27,20 +25,6 @@ using namespace kinetoscope::analysis;
 using kinetoscope::analysis::detail::split_loads;
 using kinetoscope::analysis::detail::streamed_loads;
 
-std::string read_text(const std::string& path) {
-  if (path.ends_with(".gz")) {
-    gzFile gz = gzopen(path.c_str(), "rb");
-    REQUIRE(gz != nullptr);
-    std::string out;
-    char buf[1 << 16];
-    int n = 0;
-    while ((n = gzread(gz, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
-    gzclose(gz);
-    return out;
-  }
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 /// Every field of every table, string ids included (not only the texts they name).
 void require_identical(const trace_model& a, const trace_model& b) {
@@ -207,19 +191,12 @@ std::string mixed_trace(int n, int warn_every, bool rwe_late) {
 }  // namespace
 
 TEST_CASE("split parse: every real trace, the same model as one reader") {
-  const char* dir = std::getenv("KINETOSCOPE_REAL_TRACES");
-  REQUIRE_MESSAGE(dir != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(std::string(dir) + "/traces")) {
-    const std::string p = e.path().string();
-    if (e.is_regular_file() && (p.ends_with(".json") || p.ends_with(".json.gz"))) files.push_back(p);
-  }
-  std::sort(files.begin(), files.end());
+  const std::vector<std::string> files = kinetoscope_test::real_traces();
   REQUIRE(files.size() >= 12);
   std::size_t split = 0;
   for (const std::string& path : files) {
     CAPTURE(path);
-    const std::string text = read_text(path);
+    const std::string text = kinetoscope_test::read_trace_text(path);
     if (text.find_first_not_of(" \t\r\n") != std::string::npos && text[text.find_first_not_of(" \t\r\n")] == '[') {
       check_split(text, 4096, false);  // a bare array is read by one reader
       continue;
