@@ -559,14 +559,9 @@ std::size_t reader::find_separator(std::size_t from, std::size_t limit) {
       from = chunk_end;
       continue;
     }
-    std::size_t i = offset_of(q) + 1;
-    while (i < look_end && is_space(*at(i))) ++i;
-    if (i < look_end && *at(i) == ',') {
-      std::size_t j = i + 1;
-      while (j < look_end && is_space(*at(j))) ++j;
-      if (j < look_end && *at(j) == '{') return i;
-    }
-    from = offset_of(q) + 1;
+    const std::size_t brace = offset_of(q);
+    if (const std::size_t comma = separator_after(q, look_end - brace); comma != npos) return brace + comma;
+    from = brace + 1;
   }
   return npos;
 }
@@ -847,22 +842,7 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
 }
 
 void reader::mark_split() {
-  mark_ = split_mark{m_.events.size(),
-                     m_.ops.size(),
-                     m_.kernels.size(),
-                     m_.memory.size(),
-                     m_.python.size(),
-                     m_.collectives.size(),
-                     m_.fwdbwd.size(),
-                     m_.track_metas.size(),
-                     m_.strings.size(),
-                     m_.diagnostics.messages.size(),
-                     flow_strs_.size(),
-                     event_index_,
-                     rwe_ts_,
-                     iter_ts_,
-                     has_rwe_,
-                     has_iter_};
+  mark_ = split_mark{take_snapshot(), m_.strings.size()};
   has_rwe_ = has_iter_ = false;  // from here on: C's
   split_done_ = true;
 }
@@ -928,12 +908,12 @@ static std::string shift_event_number(const std::string& msg, std::int64_t by) {
 void reader::absorb_part(reader& part) {
   trace_model& m = m_;
   trace_model& b = part.m_;
-  const split_mark& k = mark_;
+  const snapshot& k = mark_.at;
   // Strings: A's ids stay; B's, then C's new strings follow in their order of first occurrence.
   // (Strings pushed by hand: intern() rebuilds its index over A's on the first call.)
-  std::vector<std::string> c_strings(std::make_move_iterator(m.strings.begin() + static_cast<std::ptrdiff_t>(k.strings)),
+  std::vector<std::string> c_strings(std::make_move_iterator(m.strings.begin() + static_cast<std::ptrdiff_t>(mark_.strings)),
                                      std::make_move_iterator(m.strings.end()));
-  m.strings.resize(k.strings);
+  m.strings.resize(mark_.strings);
   std::vector<std::uint32_t> b_ids(b.strings.size(), 0);
   for (std::size_t i = 1; i < b.strings.size(); ++i) b_ids[i] = m.intern(b.strings[i]);
   std::vector<std::uint32_t> c_ids(c_strings.size(), 0);
@@ -941,7 +921,7 @@ void reader::absorb_part(reader& part) {
   c_strings = {};
   b.strings = {};
   const auto b_id = [&](std::uint32_t id) { return b_ids[id]; };
-  const auto c_id = [&](std::uint32_t id) { return id < k.strings ? id : c_ids[id - k.strings]; };
+  const auto c_id = [&](std::uint32_t id) { return id < mark_.strings ? id : c_ids[id - mark_.strings]; };
   const auto remap_id = [](std::int64_t v, const auto& map) {  // a string pid/tid (string_id_base)
     return string_id_base - static_cast<std::int64_t>(map(static_cast<std::uint32_t>(string_id_base - v)));
   };
@@ -1262,12 +1242,7 @@ static std::optional<load_result> load_split(int fd, const char* mem, std::size_
     if (span == 0 || !read_at(from, span + 4096, buf)) return npos;
     for (std::size_t k = 0; k < span; ++k) {
       if (buf[k] != '}') continue;
-      std::size_t j = k + 1;
-      while (j < buf.size() && is_space(buf[j])) ++j;
-      if (j >= buf.size() || buf[j] != ',') continue;
-      std::size_t l = j + 1;
-      while (l < buf.size() && is_space(buf[l])) ++l;
-      if (l < buf.size() && buf[l] == '{') return from + j;
+      if (const std::size_t comma = separator_after(buf.data() + k, buf.size() - k); comma != npos) return from + k + comma;
     }
     return npos;
   };

@@ -133,6 +133,18 @@ inline bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c ==
 
 constexpr std::size_t npos = static_cast<std::size_t>(-1);
 
+/// A likely event boundary inside traceEvents: with p[0] == '}', the offset from p of the ',' in
+/// "}" <ws> "," <ws> "{" when the n readable bytes at p start with one, else npos. The windowed
+/// parse ends its windows there (reader::find_separator) and the split parse cuts there.
+inline std::size_t separator_after(const char* p, std::size_t n) {
+  std::size_t i = 1;
+  while (i < n && is_space(p[i])) ++i;
+  if (i >= n || p[i] != ',') return npos;
+  std::size_t j = i + 1;
+  while (j < n && is_space(p[j])) ++j;
+  return j < n && p[j] == '{' ? i : npos;
+}
+
 /// The event types an args key matters for (deferred warnings, see reader::pending).
 inline arg_group group_of(std::string_view key) {
   switch (key.size()) {
@@ -343,13 +355,10 @@ class reader {
   /// fwdbwd entries whose pid (bit 0) or tid (bit 1) is a string id (flow_event has no flags;
   /// the split parse renumbers string ids).
   std::vector<std::pair<std::uint32_t, std::uint8_t>> flow_strs_;
-  // The split parse (see split_at).
+  // The split parse (see split_at): the reader's state where the window at split_at_ ended.
   struct split_mark {
-    std::size_t events = 0, ops = 0, kernels = 0, memory = 0, python = 0, collectives = 0, fwdbwd = 0, metas = 0,
-                strings = 0, messages = 0, flow_strs = 0;
-    std::int64_t event_index = 0;
-    double rwe_ts = 0, iter_ts = 0;
-    bool has_rwe = false, has_iter = false;
+    snapshot at{};
+    std::size_t strings = 0;
   };
   std::size_t split_at_ = npos;
   bool split_done_ = false;
