@@ -2,11 +2,16 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <unordered_map>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "analysis/id_map.hpp"
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "op_tree_test_builder.hpp"
@@ -580,4 +585,45 @@ TEST_CASE("op_tree memory: bytes per event on a trace of many small cpu_ops") {
                               << static_cast<double>(text.size()) / static_cast<double>(m.events.size()));
   // 64 (event) + 160 (node) + 4 (operators) + lists; was >= 64 + 32 (op_args) + 208 + 4 + lists.
   CHECK(per_event <= 250);
+}
+
+TEST_CASE("id_map: the op tree's id joins find what a std::unordered_map finds, past its sizing and for any ids") {
+  // Ids as traces have them (consecutive, large, negative, the int64 limits) and as a crafted
+  // trace might (multiples of a large power of two, which an identity hash would pile up).
+  std::vector<std::int64_t> keys;
+  for (std::int64_t i = 0; i < 5000; ++i) keys.push_back(i);
+  for (std::int64_t i = 0; i < 5000; ++i) keys.push_back(i << 32);
+  for (std::int64_t i = 1; i < 2000; ++i) keys.push_back(-i * 7919);
+  keys.push_back(std::numeric_limits<std::int64_t>::min());
+  keys.push_back(std::numeric_limits<std::int64_t>::max());
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 5000; ++i) keys.push_back(static_cast<std::int64_t>(rng()));
+  std::shuffle(keys.begin(), keys.end(), rng);
+
+  for (const std::size_t expected : {std::size_t{0}, std::size_t{100}, keys.size()}) {
+    CAPTURE(expected);
+    id_map m(expected);
+    std::unordered_map<std::int64_t, std::uint32_t> ref;
+    std::uint32_t next = 0;
+    for (const std::int64_t k : keys) {
+      // Every third key is written twice: the first value stays (try_emplace), unless overwritten.
+      const auto [v, inserted] = m.try_emplace(k, next);
+      const auto [it, ref_inserted] = ref.try_emplace(k, next);
+      CHECK(inserted == ref_inserted);
+      CHECK(*v == it->second);
+      if (next % 3 == 0) {
+        *v = next + 1000000;
+        it->second = next + 1000000;
+      }
+      ++next;
+    }
+    CHECK(m.size() == ref.size());
+    for (const auto& [k, v] : ref) {
+      const std::uint32_t* got = m.find(k);
+      REQUIRE(got != nullptr);
+      CHECK(*got == v);
+    }
+    for (std::int64_t k = 5000; k < 5100; ++k) CHECK(m.find(k) == nullptr);
+    CHECK(m.find(std::int64_t{5000} << 32) == nullptr);
+  }
 }

@@ -4,10 +4,13 @@
 
 #include "analysis/op_tree.hpp"
 
+#include "analysis/id_map.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -91,6 +94,9 @@ class builder {
 
   void pass1();
   void attach_by_external_id();
+  std::span<const std::uint32_t> group_runtimes(std::uint32_t g) const {
+    return {group_items_.data() + group_offsets_[g], group_offsets_[g + 1] - group_offsets_[g]};
+  }
   std::uint32_t build_thread(const thread_lists& list, bool with_runtimes);
   void remove_dup_nodes(std::uint32_t n);
   void fill_stats(std::uint32_t n);
@@ -118,15 +124,23 @@ class builder {
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> zero_runtimes_;  // tid -> runtimes
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> unmatched_;      // tid -> runtimes for fallback
   std::vector<std::uint32_t> stale_kernels_;
-  std::unordered_map<std::int64_t, std::vector<std::uint32_t>> external_to_runtimes_;
-  std::vector<std::int64_t> external_order_;  // insertion order of external_to_runtimes_ keys
+  // The runtimes by external id, as the plugin's dict of lists (insertion order kept): the ids
+  // number groups in first-seen order, the groups list their runtimes in event order (flat,
+  // offsets + items, once pass1 has seen them all); a group taken by a node is gone for the
+  // nodes after it.
+  id_map external_groups_;                     // external id -> group
+  std::vector<std::int64_t> group_ids_;        // group -> external id
+  std::vector<std::uint32_t> runtime_group_;   // runtime -> group (pass1 only)
+  std::vector<std::uint32_t> group_offsets_;   // group g: group_items_[offsets[g], offsets[g + 1])
+  std::vector<std::uint32_t> group_items_;
+  std::vector<char> group_taken_;
   std::optional<std::int64_t> main_tid_;
   std::unordered_set<std::int64_t> comm_external_ids_;
   bool suspect_ids_ = false;  // fallback mode: runtime ids look like correlation ids
 };
 
 void builder::pass1() {
-  std::unordered_map<std::int64_t, std::uint32_t> corr_to_runtime;
+  id_map corr_to_runtime;  // the last runtime seen with each correlation id
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> corr_to_device;
   std::vector<std::int64_t> corr_order;  // first-parking order (dict insertion order)
 
@@ -150,7 +164,9 @@ void builder::pass1() {
     t_.devices.reserve(devices);
     t_.runtimes.reserve(runtimes + 1);  // + the stale kernels' dummy runtime
     t_.nodes.reserve(hosts + 64);       // + roots and backward nodes (grows if more)
-    corr_to_runtime.reserve(runtimes);
+    corr_to_runtime = id_map(runtimes);
+    external_groups_ = id_map(runtimes);
+    runtime_group_.reserve(runtimes);
   }
   // Name rules evaluated once per distinct string id, not once per event.
   enum : std::uint8_t { known = 1, tc_kernel = 2, comm = 4, tc_allow = 8, dp = 16, ddp = 32 };
@@ -201,9 +217,9 @@ void builder::pass1() {
         d.tc_kernel = (flags_of(e.name) & tc_kernel) != 0;
         t_.devices.push_back(d);
         auto idx = static_cast<std::uint32_t>(t_.devices.size() - 1);
-        if (auto it = corr_to_runtime.find(e.correlation); it != corr_to_runtime.end()) {
-          t_.runtimes[it->second].devices.push_back(idx);
-          t_.devices[idx].runtime = it->second;
+        if (const std::uint32_t* rt = corr_to_runtime.find(e.correlation)) {
+          t_.runtimes[*rt].devices.push_back(idx);
+          t_.devices[idx].runtime = *rt;
         } else {
           auto [pit, inserted] = corr_to_device.try_emplace(e.correlation);
           if (inserted) corr_order.push_back(e.correlation);
@@ -237,10 +253,11 @@ void builder::pass1() {
         }
         if (e.external_id != 0 && e.external_id == e.correlation) ++t_.stats.runtimes_id_equals_correlation;
         t_.runtimes.push_back(std::move(rt));
-        corr_to_runtime[e.correlation] = idx;
-        auto [xit, inserted] = external_to_runtimes_.try_emplace(e.external_id);
-        if (inserted) external_order_.push_back(e.external_id);
-        xit->second.push_back(idx);
+        *corr_to_runtime.try_emplace(e.correlation, idx).first = idx;
+        const auto [group, new_group] =
+            external_groups_.try_emplace(e.external_id, static_cast<std::uint32_t>(group_ids_.size()));
+        if (new_group) group_ids_.push_back(e.external_id);
+        runtime_group_.push_back(*group);
         if (e.external_id == 0) {
           zero_runtimes_[e.tid].push_back(idx);
           ++t_.stats.runtimes_zero_id;
@@ -307,6 +324,18 @@ void builder::pass1() {
     }
   }
 
+  // The groups' runtime lists (runtimes were numbered in event order).
+  group_offsets_.assign(group_ids_.size() + 1, 0);
+  for (const std::uint32_t g : runtime_group_) ++group_offsets_[g + 1];
+  for (std::size_t g = 1; g < group_offsets_.size(); ++g) group_offsets_[g] += group_offsets_[g - 1];
+  group_items_.resize(runtime_group_.size());
+  {
+    std::vector<std::uint32_t> fill(group_offsets_.begin(), group_offsets_.end() - 1);
+    for (std::uint32_t rt = 0; rt < runtime_group_.size(); ++rt) group_items_[fill[runtime_group_[rt]]++] = rt;
+  }
+  runtime_group_ = {};
+  group_taken_.assign(group_ids_.size(), 0);
+
   for (std::int64_t corr : corr_order) {
     auto it = corr_to_device.find(corr);
     if (it == corr_to_device.end()) continue;
@@ -337,10 +366,11 @@ void builder::attach_by_external_id() {
     for (std::uint32_t n : list.nodes) {
       op_node& node = t_.nodes[n];
       if (node.external_id == 0) continue;  // absent id (quirk Q21: normalised, never matches)
-      auto it = external_to_runtimes_.find(node.external_id);
-      if (it == external_to_runtimes_.end()) continue;
+      const std::uint32_t* group = external_groups_.find(node.external_id);
+      if (group == nullptr || group_taken_[*group] != 0) continue;
+      group_taken_[*group] = 1;
       std::vector<std::uint32_t> taken;
-      for (auto rt : it->second) {
+      for (const std::uint32_t rt : group_runtimes(*group)) {
         const runtime_node& r = t_.runtimes[rt];
         if (suspect_ids_ && r.external_id == r.correlation)
           unmatched_[r.tid].push_back(rt);
@@ -349,18 +379,21 @@ void builder::attach_by_external_id() {
       }
       t_.stats.runtimes_matched += taken.size();
       node.runtimes.insert(node.runtimes.end(), taken.begin(), taken.end());
-      external_to_runtimes_.erase(it);
     }
   }
-  for (std::int64_t id : external_order_) {
-    if (id == 0) continue;
-    auto it = external_to_runtimes_.find(id);
-    if (it == external_to_runtimes_.end()) continue;
-    for (auto rt : it->second) {
+  for (std::uint32_t g = 0; g < group_ids_.size(); ++g) {
+    if (group_ids_[g] == 0 || group_taken_[g] != 0) continue;
+    for (const std::uint32_t rt : group_runtimes(g)) {
       ++t_.stats.runtimes_dropped;
       unmatched_[t_.runtimes[rt].tid].push_back(rt);
     }
   }
+  // Not needed past this point (the trees are built next, beside these on a big trace).
+  external_groups_ = id_map();
+  group_ids_ = {};
+  group_offsets_ = {};
+  group_items_ = {};
+  group_taken_ = {};
 }
 
 void builder::remove_dup_nodes(std::uint32_t n) {
