@@ -199,7 +199,7 @@ void fix_crc(std::string& b, const section_at& s) {
   std::memcpy(b.data() + s.crc_at, &crc, 4);
 }
 /// Section kinds of trace_index.cpp: the string offsets, the timeline's lanes and their slices.
-constexpr std::uint32_t string_offsets_kind = 2, tl_lanes_kind = 14, tl_lane_events_kind = 15;
+constexpr std::uint32_t string_offsets_kind = 2, events_kind = 4, tl_lanes_kind = 14, tl_lane_events_kind = 15;
 
 /// The full-range timeline window of the store's first profile at `px` columns, with the query
 /// that names that profile (run, worker, span first).
@@ -331,18 +331,15 @@ TEST_CASE("index: a changed trace, a truncated, other-version, corrupt or foreig
       if (f.path == rel) CHECK(f.index.starts_with("rebuilt (foreign: "));
   }
   SUBCASE("a flipped byte in the model's columns: the summary is read, the full profile is parsed") {
-    // The model's sections come between the header (under 1 KB here) and the summary
-    // (index_writer writes them while the views are computed): flip a byte halfway to the
-    // summary.
+    // A byte in the middle of the events column (the model's largest).
     ks::trace_index t;
     const auto key = ks::index_key_of((logdir / rel).string());
     REQUIRE(key);
     REQUIRE(t.open(idx.string(), *key) == ks::index_status::ok);
-    const std::size_t summary_begin = good.find(t.summary_bytes());
-    REQUIRE(summary_begin != std::string::npos);
-    REQUIRE(summary_begin > 2048);
+    const section_at events = find_section(good, events_kind);
+    REQUIRE(events.size >= 2 * sizeof(an::event));
     std::string b = good;
-    b[summary_begin / 2] ^= 0x40;
+    b[events.offset + events.size / 2] ^= 0x40;
     write_bytes(idx, b);
     ks::trace_index bad;
     REQUIRE(bad.open(idx.string(), *key) == ks::index_status::ok);
@@ -874,6 +871,77 @@ TEST_CASE("store: the Trace view's requests get a loading profile once its timel
   CHECK(done.full == early.full);  // the same profile, now complete
   CHECK(s.full_loads() == 1);
   CHECK(done.full->timeline->window_json(-1e18, 1e18, 200) == window.body);
+}
+
+TEST_CASE("kinetoscope index writes the index a server writes, with less working memory") {
+  // index_trace() leaves out what only requests read (the memory view's range index, the flow
+  // tables) and hands the timeline to the writer, which frees it once written: the index must
+  // not tell. Same model and timeline columns, same summary (but for this process's figures).
+  scratch dir("cli_same");
+  const fs::path logdir = dir.path / "logs";
+  const fs::path served = dir.path / "served";
+  const fs::path indexed = dir.path / "indexed";
+  copy_runs(logdir, {"resnet50_v100", "two_ranks", "cpu_only", "nccl_ddp", "amd_mi250", "triton"});
+  auto s = started(logdir, served.string());
+  REQUIRE(s->files().size() >= 7);
+  // The summary without what measures this process: its load time and heap, and the
+  // generation (a number per load).
+  const auto normalised = [](ks::file_summary x) {
+    x.generation = 0;
+    x.load_seconds = 0;
+    x.full_bytes = 0;
+    x.from_index = false;
+    for (auto& [key, body] : x.bodies) {
+      if (!key.starts_with("diagnostics")) continue;
+      json j = json::parse(body);
+      j.erase("load_seconds");
+      body = j.dump();
+    }
+    return ks::summary_to_bytes(x);
+  };
+  for (const auto& f : s->files()) {
+    CAPTURE(f.path);
+    REQUIRE(f.index == "written");
+    const fs::path trace = logdir / f.path;
+    const ks::index_outcome out = ks::index_trace(trace.string(), indexed.string(), std::uint64_t{1} << 34, false);
+    REQUIRE_MESSAGE(out.ok, out.error);
+    CHECK_FALSE(out.up_to_date);
+    const auto key = ks::index_key_of(trace.string());
+    REQUIRE(key);
+    ks::trace_index a, b;
+    REQUIRE(a.open(ks::index_file_path(served.string(), key->path), *key) == ks::index_status::ok);
+    REQUIRE(b.open(out.index_file, *key) == ks::index_status::ok);
+    const ks::file_summary sa = ks::summary_from_bytes(a.summary_bytes());
+    const ks::file_summary sb = ks::summary_from_bytes(b.summary_bytes());
+    CHECK(sa.full_bytes > 0);
+    CHECK(sb.full_bytes == 0);  // not measured: that profile lacked the server's parts
+    CHECK(sb.timeline_error.empty());
+    CHECK(sb.bodies.size() == sa.bodies.size());
+    CHECK(sb.bodies.count(ks::request_key({"timeline/tracks", {}})) == 1);
+    CHECK(normalised(sb) == normalised(sa));
+
+    an::trace_model ma, mb;
+    REQUIRE(a.read_model(ma));
+    REQUIRE(b.read_model(mb));
+    CHECK(mb.strings == ma.strings);
+    REQUIRE(mb.events.size() == ma.events.size());
+    CHECK(std::memcmp(mb.events.data(), ma.events.data(), ma.events.size() * sizeof(an::event)) == 0);
+    ks::timeline_columns ta, tb;
+    REQUIRE(a.read_timeline(ta));
+    REQUIRE(b.read_timeline(tb));
+    CHECK(tb.meta == ta.meta);
+    CHECK(tb.lane_events == ta.lane_events);
+    CHECK(tb.counter_values == ta.counter_values);
+    REQUIRE(tb.items.size() == ta.items.size());
+    CHECK(std::memcmp(tb.items.data(), ta.items.data(), ta.items.size() * sizeof(ks::timeline_item)) == 0);
+    REQUIRE(tb.lanes.size() == ta.lanes.size());
+    CHECK(std::memcmp(tb.lanes.data(), ta.lanes.data(), ta.lanes.size() * sizeof(ks::timeline_lane)) == 0);
+
+    // And a server reading that index answers from it.
+    CHECK(ks::index_trace(trace.string(), indexed.string(), std::uint64_t{1} << 34, false).up_to_date);
+  }
+  auto r = started(logdir, indexed.string());
+  for (const auto& f : r->files()) CHECK_MESSAGE(f.index == "read", f.path);
 }
 
 TEST_CASE("kinetoscope index: the README's xargs recipe fills the cache the server reads") {

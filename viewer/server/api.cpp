@@ -165,6 +165,7 @@ std::optional<std::string> plain_body(const profile& pr, const api_request& r, s
   if (route == "recommendations") return dump(payloads::recommendations(pr));
   if (route == "diagnostics") return dump(payloads::diagnostics(pr));
   if (route == "timeline/tracks" && pr.timeline) return pr.timeline->tracks_json();
+  if (route == "timeline/tracks" && pr.indexed_timeline) return pr.indexed_timeline->tracks_json;
   return std::nullopt;
 }
 

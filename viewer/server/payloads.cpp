@@ -623,7 +623,7 @@ static ojson recommendation_target_json(const an::recommendation_target& t, cons
       j["end_us"] = json_number(t.end_us);
       j["device"] = t.device >= 0 ? ojson(t.device) : ojson(nullptr);
       // The Trace view's window, relative to the timeline's t0 (the smallest event ts).
-      const double origin = p.timeline ? p.timeline->t0() : 0.0;
+      const double origin = p.timeline_t0();
       state["t0"] = json_number(t.start_us - origin);
       state["t1"] = json_number(t.end_us - origin);
       break;

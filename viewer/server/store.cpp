@@ -109,6 +109,10 @@ double load_progress::percent() const {
 
 profile::~profile() = default;
 
+double profile::timeline_t0() const noexcept {
+  return timeline ? timeline->t0() : indexed_timeline ? indexed_timeline->t0 : 0.0;
+}
+
 std::size_t profile::heap_bytes() const noexcept {
   return model.heap_bytes() + memory_index.memory_bytes() + (timeline ? timeline->stats().memory_bytes : 0) +
          (kept_trees_ ? kept_trees_->heap_bytes() : 0);
@@ -685,8 +689,10 @@ struct store::impl {
   /// thread, with the profile once its model and timeline are in place, while the op tree and
   /// the views are still being computed: see store::acquire's timeline_only. `persisted_timeline`: the timeline's columns read from an
   /// index (used when they fit the model). `serving` false (`kinetoscope index`: the profile
-  /// only feeds the index): the flow tables of the Trace view's clicks, not persisted, are not
-  /// built (on a 10 GB trace they were built beside the report, at its memory peak).
+  /// only feeds the index and its summary) leaves out what only requests read, at the load's
+  /// memory peak on big traces: the flow tables of the Trace view's clicks and the memory
+  /// view's range index (neither is persisted), and the timeline, which goes to `writer` (see
+  /// index_writer::start) with its t0 and tracks kept in `indexed_timeline`.
   static std::shared_ptr<profile> build_profile(
       an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
       index_writer* writer = nullptr,
@@ -697,6 +703,7 @@ struct store::impl {
     p->file_bytes = bytes;
     p->generation = generation;
     p->model = std::move(model);
+    p->index_only = !serving;
     // Two sides that only read the model: the timeline (then the early handoff to the Trace
     // view's requests, then the index's model and timeline sections, written by the writer's
     // own thread, then the flow tables) on a thread of its own, the op tree and the views on
@@ -717,7 +724,14 @@ struct store::impl {
       } catch (const std::exception& e) {
         p->timeline_error = e.what();
       }
-      if (writer != nullptr) writer->start(p->model, p->timeline.get());
+      if (writer != nullptr && !serving) {
+        // Nothing here serves the timeline: the writer takes it and frees it once its sections
+        // are written (the report waits for that, below).
+        if (p->timeline) p->indexed_timeline = profile::timeline_facts{p->timeline->t0(), p->timeline->tracks_json()};
+        writer->start(p->model, std::unique_ptr<const timeline>(std::move(p->timeline)));
+      } else if (writer != nullptr) {
+        writer->start(p->model, p->timeline.get());
+      }
       if (timeline_ready) timeline_ready(p);
       // The flow tables of the first click on a slice (event_json waits for them if it comes
       // first): after the first window, not before it.
@@ -750,10 +764,20 @@ struct store::impl {
       timeline_side();  // no thread to be had: one after the other
     }
     auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
+    if (!serving && writer != nullptr) {
+      // The report's working memory and the timeline are the largest passing sets after the
+      // model and the trees: not both at once (10 GB trace: a 4.7 GB peak becomes 4.3 GB, in
+      // about the same time: the op tree usually ends first, and the report then has both
+      // cores).
+      if (side.t.joinable()) side.t.join();
+      writer->wait_timeline_freed();
+    }
     p->tree_stats = trees->stats;
     p->used_devices = trees->used_devices;
     p->report = an::compute_report(p->model, *trees);
-    p->memory_index = an::build_memory_index(p->model, *trees);
+    // (The memory view's range index answers ranged requests: a profile that serves none does
+    // without it, and without its working memory, 1.1 GB on a 10 GB trace.)
+    if (serving) p->memory_index = an::build_memory_index(p->model, *trees);
     p->pies = an::operator_pies_by_name(p->model, *trees);
     p->pies_by_shape = an::operator_pies_by_name_and_input_shape(p->model, *trees);
     p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
@@ -762,7 +786,8 @@ struct store::impl {
     p->kernel_columns = an::kernel_view_metric_columns(p->model);
     if (side.t.joinable()) side.t.join();  // p->timeline is read below (heap_bytes)
     // Keep the trees only while the profile stays within its trace's JSON size (see store.hpp).
-    if (p->heap_bytes() + trees->heap_bytes() <= p->model.diagnostics.text_bytes) p->kept_trees_ = std::move(trees);
+    if (serving && p->heap_bytes() + trees->heap_bytes() <= p->model.diagnostics.text_bytes)
+      p->kept_trees_ = std::move(trees);
     return p;
   }
 
@@ -772,13 +797,15 @@ struct store::impl {
     s.generation = p.generation;
     s.file_bytes = p.file_bytes;
     s.load_seconds = p.load_seconds;
-    s.full_bytes = p.heap_bytes();
+    s.full_bytes = p.index_only ? 0 : p.heap_bytes();
     s.warnings = warning_count(p.model);
     s.diagnostics = p.model.diagnostics;
     s.kernel_view = p.kernel_view;
     s.memory_view = p.report.memory.present;
     s.module_view = p.report.modules.kind != an::module_view_kind::none;
-    s.timeline_error = p.timeline ? std::string() : p.timeline_error.empty() ? "no timeline" : p.timeline_error;
+    s.timeline_error = p.timeline || p.indexed_timeline ? std::string()
+                       : p.timeline_error.empty()         ? "no timeline"
+                                                          : p.timeline_error;
     s.bodies = canonical_bodies(p, max_body_bytes);
     s.distributed = an::prepare_distributed_worker(
         {std::string(), &p.model, p.used_devices, an::distributed_steps(p.report.overview)});

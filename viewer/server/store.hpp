@@ -147,6 +147,19 @@ struct profile {
   std::unique_ptr<server::timeline> timeline;
   std::string timeline_error;
   bool timeline_from_index = false;  ///< the timeline's columns came from the persisted index
+  /// Built by `kinetoscope index` (build_profile with `serving` false): only the summary reads
+  /// it, and the parts only requests read are left out (see build_profile).
+  bool index_only = false;
+  /// What the summary reads of the timeline (its t0 and /api/timeline/tracks), kept when the
+  /// timeline itself went to the index writer, which frees it once its sections are written
+  /// (index_only); `timeline` stays null then.
+  struct timeline_facts {
+    double t0 = 0;
+    std::string tracks_json;
+  };
+  std::optional<timeline_facts> indexed_timeline;
+  /// timeline->t0(), or indexed_timeline's; 0 without either.
+  double timeline_t0() const noexcept;
 
   /// Heap bytes the profile holds (model, memory index, timeline, and the op trees when kept):
   /// what the server keeps per loaded trace, for benchmarks and tests.

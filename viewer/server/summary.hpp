@@ -29,7 +29,10 @@ struct file_summary {
   std::uint64_t file_bytes = 0;
   double load_seconds = 0;       ///< parse + views when the trace was loaded from JSON
   bool from_index = false;       ///< this summary was read from a persisted index
-  std::uint64_t full_bytes = 0;  ///< profile::heap_bytes() of the full profile
+  /// profile::heap_bytes() of the full profile as the server holds it; 0 when the summary was
+  /// made by `kinetoscope index`, whose profile lacks the parts only a server builds (the memory
+  /// range index, the timeline's columns once written).
+  std::uint64_t full_bytes = 0;
   std::uint64_t warnings = 0;    ///< Σ diagnostics.warnings
   analysis::load_diagnostics diagnostics;
   bool kernel_view = false, memory_view = false, module_view = false;

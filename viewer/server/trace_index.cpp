@@ -264,14 +264,15 @@ std::string_view index_status_name(index_status s) noexcept {
   return "unknown";
 }
 
-/// The model's and the timeline's sections' kinds, in the table's order (the summary's entry
-/// comes first).
-constexpr std::uint32_t model_kinds[] = {s_string_offsets, s_string_blob,    s_events,         s_ops,
-                                         s_kernels,        s_memory,         s_python,         s_fwdbwd,
-                                         s_track_metas,    s_collectives,    s_model_misc,     s_tl_meta,
-                                         s_tl_lanes,       s_tl_lane_events, s_tl_levels,      s_tl_items,
-                                         s_tl_counter_ts,  s_tl_counter_values};
-constexpr std::uint32_t section_count = 1 + std::size(model_kinds);
+/// The model's sections' kinds, in the order write_model() writes them.
+constexpr std::uint32_t model_kinds[] = {s_string_offsets, s_string_blob, s_events,      s_ops,
+                                         s_kernels,        s_memory,      s_python,      s_fwdbwd,
+                                         s_track_metas,    s_collectives, s_model_misc};
+/// The timeline's sections' kinds, in the order write_timeline() writes them (before the
+/// model's: the reader finds every section by its kind in the table, whatever its place).
+constexpr std::uint32_t timeline_kinds[] = {s_tl_meta,   s_tl_lanes,      s_tl_lane_events, s_tl_levels,
+                                            s_tl_items,  s_tl_counter_ts, s_tl_counter_values};
+constexpr std::uint32_t section_count = 1 + std::size(model_kinds) + std::size(timeline_kinds);
 
 index_writer::index_writer(std::string file, index_key key) : file_(std::move(file)), key_(std::move(key)) {
   header_bytes_ = sizeof(file_header) + key_.path.size() + section_count * sizeof(table_entry);
@@ -290,7 +291,41 @@ index_writer::~index_writer() {
   if (!done_) ::unlink(tmp_.c_str());
 }
 
+void index_writer::write_sections(const std::string_view* parts, const std::uint32_t* kinds, std::size_t count) {
+  // Each section at the next aligned offset after the last one written; the summary comes after
+  // them all (finish()).
+  std::uint64_t at = end_ == 0 ? align_up(header_bytes_) : end_;
+  if (::lseek(fd_, static_cast<off_t>(at), SEEK_SET) < 0)
+    throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
+  static const char zeros[alignment] = {};
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::string_view bytes = parts[i];
+    table_.push_back({kinds[i], crc_of(bytes.data(), bytes.size()), at, bytes.size()});
+    write_all(fd_, bytes.data(), bytes.size(), tmp_);
+    const std::uint64_t next = align_up(at + bytes.size());
+    write_all(fd_, zeros, next - at - bytes.size(), tmp_);
+    at = next;
+  }
+  end_ = at;
+}
+
+void index_writer::write_timeline(const timeline* tl) {
+  if (timeline_written_) throw std::logic_error("index_writer: the timeline's sections are written twice");
+  static const timeline_columns none;
+  const timeline_columns& t = tl != nullptr ? tl->columns() : none;
+  const std::string_view parts[] = {
+      t.meta,                     column_bytes(t.lanes),
+      column_bytes(t.lane_events), column_bytes(t.levels),
+      column_bytes(t.items),      column_bytes(t.counter_ts),
+      column_bytes(t.counter_values),
+  };
+  static_assert(std::size(parts) == std::size(timeline_kinds));
+  write_sections(parts, timeline_kinds, std::size(parts));
+  timeline_written_ = true;
+}
+
 void index_writer::write_model(const an::trace_model& model, const timeline* tl) {
+  if (!timeline_written_) write_timeline(tl);
   // The strings as offsets + one blob.
   std::vector<std::uint64_t> offsets;
   offsets.reserve(model.strings.size() + 1);
@@ -306,34 +341,16 @@ void index_writer::write_model(const an::trace_model& model, const timeline* tl)
     }
   }
   const std::string misc = model_misc(model).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  static const timeline_columns none;
-  const timeline_columns& t = tl != nullptr ? tl->columns() : none;
   const std::string_view parts[] = {
       column_bytes(offsets),      blob,
       column_bytes(model.events), column_bytes(model.ops),
       column_bytes(model.kernels), column_bytes(model.memory),
       column_bytes(model.python), column_bytes(model.fwdbwd),
       column_bytes(model.track_metas), column_bytes(model.collectives),
-      misc,                       t.meta,
-      column_bytes(t.lanes),      column_bytes(t.lane_events),
-      column_bytes(t.levels),     column_bytes(t.items),
-      column_bytes(t.counter_ts), column_bytes(t.counter_values),
+      misc,
   };
   static_assert(std::size(parts) == std::size(model_kinds));
-  // The sections after the header, in this order; the summary comes after them (finish()).
-  std::uint64_t at = align_up(header_bytes_);
-  if (::lseek(fd_, static_cast<off_t>(at), SEEK_SET) < 0)
-    throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
-  static const char zeros[alignment] = {};
-  for (std::size_t i = 0; i < std::size(parts); ++i) {
-    const std::string_view bytes = parts[i];
-    table_.push_back({model_kinds[i], crc_of(bytes.data(), bytes.size()), at, bytes.size()});
-    write_all(fd_, bytes.data(), bytes.size(), tmp_);
-    const std::uint64_t next = align_up(at + bytes.size());
-    write_all(fd_, zeros, next - at - bytes.size(), tmp_);
-    at = next;
-  }
-  end_ = at;
+  write_sections(parts, model_kinds, std::size(parts));
   model_written_ = true;
 }
 
@@ -345,10 +362,34 @@ void index_writer::start(const an::trace_model& model, const timeline* tl) {
   }
 }
 
+void index_writer::start(const an::trace_model& model, std::unique_ptr<const timeline> tl) {
+  owned_timeline_ = std::move(tl);
+  timeline_freed_ = std::promise<void>();
+  timeline_freed_future_ = timeline_freed_.get_future();
+  const auto write = [this, &model] {
+    try {
+      write_timeline(owned_timeline_.get());
+    } catch (...) {
+      owned_timeline_.reset();
+      timeline_freed_.set_value();
+      throw;  // finish() reports it
+    }
+    owned_timeline_.reset();
+    timeline_freed_.set_value();
+    write_model(model);
+  };
+  try {
+    writing_ = std::async(std::launch::async, write);
+  } catch (const std::system_error&) {
+    write();  // no thread to be had (EAGAIN): write them now
+  }
+}
+
 void index_writer::finish(std::string_view summary) {
   if (fd_ < 0) throw std::logic_error("index_writer::finish called twice");
   if (writing_.valid()) writing_.get();  // rethrows the model write's error
   if (!model_written_) throw std::logic_error("index_writer::finish before the model's sections");
+  // (write_model() wrote the timeline's sections too, when write_timeline() had not.)
   file_header h{};
   std::memcpy(h.magic, magic, sizeof magic);
   h.version = index_format_version;
