@@ -1051,10 +1051,11 @@ static std::size_t inflate_limit(std::uint64_t max_text_bytes) {
              : static_cast<std::size_t>(max_text_bytes) + 1;
 }
 
-/// Drops the spare capacity of `v` (a no-op when there is none).
+/// Drops the spare capacity of `v`, unless `v` is big enough that its spare pages were never
+/// touched (trace_model::spare_kept_bytes).
 template <class T>
 static void shrink_exact(std::vector<T>& v) {
-  if (v.capacity() > v.size()) v.shrink_to_fit();
+  if (v.capacity() > v.size() && v.capacity() * sizeof(T) < trace_model::spare_kept_bytes) v.shrink_to_fit();
 }
 
 static std::size_t events_estimate(std::size_t text_size) { return text_size / 160 + 16; }
@@ -1068,7 +1069,8 @@ static load_result error_result(const std::string& name, std::string reason, std
 /// The end of a successful load: sort, meta, and the file-level warnings first.
 static load_result finish_load(reader& r, trace_model& model, const std::vector<std::string>& pre_warnings) {
   // The tables grew by doubling (the event table was reserved from the text size): the model is
-  // kept as long as the file is open in the viewer, so give every unused slot back.
+  // kept as long as the file is open in the viewer, so give every unused slot back, but for
+  // the big tables' untouched pages (trace_model::spare_kept_bytes).
   shrink_exact(model.events);
   r.finish();
   shrink_exact(model.ops);

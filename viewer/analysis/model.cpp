@@ -118,7 +118,10 @@ std::uint32_t trace_model::intern(std::string_view s) {
 }
 
 std::size_t trace_model::heap_bytes() const noexcept {
-  const auto cap = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+  const auto cap = [](const auto& v) {
+    const std::size_t c = v.capacity() * sizeof(v[0]);
+    return c < spare_kept_bytes ? c : v.size() * sizeof(v[0]);  // (see spare_kept_bytes)
+  };
   std::size_t n = cap(strings) + cap(events) + cap(ops) + cap(kernels) + cap(memory) + cap(python) + cap(collectives) + cap(fwdbwd) + cap(track_metas) +
                   cap(devices) + cap(slots_);
   // Strings longer than the small-string buffer live on the heap (capacity + the terminator).
