@@ -388,7 +388,7 @@ void builder::attach_by_external_id() {
       unmatched_[t_.runtimes[rt].tid].push_back(rt);
     }
   }
-  // Not needed past this point (the trees are built next, beside these on a big trace).
+  // Not needed past this point: freed before the trees are built.
   external_groups_ = id_map();
   group_ids_ = {};
   group_offsets_ = {};
