@@ -776,7 +776,7 @@ struct store::impl {
     p->used_devices = trees->used_devices;
     p->report = an::compute_report(p->model, *trees);
     // (The memory view's range index answers ranged requests: a profile that serves none does
-    // without it, and without its working memory, 1.1 GB on a 10 GB trace.)
+    // without it, and without its working memory, 0.85 GB on a 10 GB trace.)
     if (serving) p->memory_index = an::build_memory_index(p->model, *trees);
     p->pies = an::operator_pies_by_name(p->model, *trees);
     p->pies_by_shape = an::operator_pies_by_name_and_input_shape(p->model, *trees);
