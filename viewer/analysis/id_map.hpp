@@ -6,7 +6,7 @@
 /// flat array of 16-byte slots, sized for the expected number of keys, no erase. A
 /// `std::unordered_map<std::int64_t, std::uint32_t>` spends a heap node per key (about 40 bytes
 /// with its bucket) and a cache miss per step of a bucket chain; on a 10 GB trace (3.5 million
-/// runtimes) the op tree's id maps took 0.4 GB and much of its time.
+/// runtimes) the op tree's id maps took about 0.45 GB by their sizes, and a malloc per runtime.
 
 #include <algorithm>
 #include <cstddef>
