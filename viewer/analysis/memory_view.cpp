@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "analysis/sorting.hpp"
 #include "kinetoscope/formats/py_number.hpp"
 
 namespace kinetoscope::analysis {
@@ -83,11 +84,7 @@ std::vector<record> collect_records(const trace_model& model, std::vector<std::s
     }
     chosen.push_back(i);
   }
-  const auto by_ts = [&](std::uint32_t a, std::uint32_t b) { return model.events[a].ts < model.events[b].ts; };
-  // (Sorted input is left as it is; with a NaN time the comparison is no strict weak order,
-  // so such input always goes through the same stable sort as before.)
-  const bool any_nan = std::any_of(chosen.begin(), chosen.end(), [&](std::uint32_t i) { return std::isnan(model.events[i].ts); });
-  if (any_nan || !std::is_sorted(chosen.begin(), chosen.end(), by_ts)) std::stable_sort(chosen.begin(), chosen.end(), by_ts);
+  stable_sort_by_key_if_needed(chosen.begin(), chosen.end(), [&](std::uint32_t i) { return model.events[i].ts; });
   std::vector<record> out;
   out.reserve(chosen.size());
   tids.reserve(chosen.size());

@@ -5,6 +5,7 @@
 #include "analysis/op_tree.hpp"
 
 #include "analysis/id_map.hpp"
+#include "analysis/sorting.hpp"
 
 #include <algorithm>
 #include <array>
@@ -55,13 +56,6 @@ bool is_operator_type_node(const op_node& n) {
   // (type ProfilerStep) nor Lightning events (pl_module / pl_profile types).
   return n.type == event_type::op && n.kind != node_kind::profiler_step && n.kind != node_kind::pl_module &&
          n.kind != node_kind::pl_profile && n.kind != node_kind::root && n.kind != node_kind::backward;
-}
-
-/// std::stable_sort, skipped when the range is already in order (the common case: nodes are
-/// added in time order), which gives the same sequence without the sort's buffer.
-template <class It, class Less>
-void stable_sort_if_needed(It first, It last, Less less) {
-  if (!std::is_sorted(first, last, less)) std::stable_sort(first, last, less);
 }
 
 bool by_start_then_longer(double s1, double e1, double s2, double e2) {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 #include "analysis/overview.hpp"
 
+#include "analysis/sorting.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -236,13 +238,8 @@ extended_steps extend_steps(const std::vector<interval>& host, std::vector<const
   extended_steps out;
   out.steps = host;
   out.device_count.assign(host.size(), 0);
-  const auto by_start = [](const launch* a, const launch* b) { return a->start < b->start; };
-  // (Launches made from the op tree's runtimes come in time order already. A NaN start makes the
-  // comparison no strict weak order: such input always goes through the stable sort.)
-  const bool any_nan =
-      std::any_of(launches.begin(), launches.end(), [](const launch* l) { return std::isnan(l->start); });
-  if (any_nan || !std::is_sorted(launches.begin(), launches.end(), by_start))
-    std::stable_sort(launches.begin(), launches.end(), by_start);
+  // (Launches made from the op tree's runtimes come in time order already.)
+  stable_sort_by_key_if_needed(launches.begin(), launches.end(), [](const launch* l) { return l->start; });
 
   std::vector<double> dmin(host.size(), inf);
   std::vector<double> dmax(host.size(), -inf);
@@ -398,7 +395,7 @@ std::vector<valued_interval> merge_with_value(const std::vector<kernel_sample>& 
 
 /// Per-GPU kernel data as the plugin's GPUMetricsParser collects it.
 struct gpu_kernels {
-  interval_list ranges;                   // raw, merged later
+  interval_list ranges;                   // merged (see collect_gpu_kernels)
   std::vector<kernel_sample> blocks;      // blocks per SM > 0
   std::vector<kernel_sample> occupancy;   // occupancy ≥ 0
 };
