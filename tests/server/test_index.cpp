@@ -891,12 +891,7 @@ TEST_CASE("kinetoscope index writes the index a server writes, with less working
     x.load_seconds = 0;
     x.full_bytes = 0;
     x.from_index = false;
-    for (auto& [key, body] : x.bodies) {
-      if (!key.starts_with("diagnostics")) continue;
-      json j = json::parse(body);
-      j.erase("load_seconds");
-      body = j.dump();
-    }
+    for (auto& [key, body] : x.bodies) body = comparable(key.substr(0, key.find('\x1d')), {200, {}, body});
     return ks::summary_to_bytes(x);
   };
   for (const auto& f : s->files()) {

@@ -354,12 +354,17 @@ void index_writer::write_model(const an::trace_model& model, const timeline* tl)
   model_written_ = true;
 }
 
-void index_writer::start(const an::trace_model& model, const timeline* tl) {
+template <class Write>
+void index_writer::write_async(Write write) {
   try {
-    writing_ = std::async(std::launch::async, [this, &model, tl] { write_model(model, tl); });
+    writing_ = std::async(std::launch::async, write);
   } catch (const std::system_error&) {
-    write_model(model, tl);  // no thread to be had (EAGAIN): write them now
+    write();  // no thread to be had (EAGAIN): write them now
   }
+}
+
+void index_writer::start(const an::trace_model& model, const timeline* tl) {
+  write_async([this, &model, tl] { write_model(model, tl); });
 }
 
 void index_writer::start(const an::trace_model& model, std::unique_ptr<const timeline> tl) {
@@ -378,11 +383,7 @@ void index_writer::start(const an::trace_model& model, std::unique_ptr<const tim
     timeline_freed_.set_value();
     write_model(model);
   };
-  try {
-    writing_ = std::async(std::launch::async, write);
-  } catch (const std::system_error&) {
-    write();  // no thread to be had (EAGAIN): write them now
-  }
+  write_async(write);
 }
 
 void index_writer::finish(std::string_view summary) {

@@ -154,6 +154,9 @@ class index_writer {
   std::unique_ptr<const timeline> owned_timeline_;  ///< start()'s, until its sections are written
   std::promise<void> timeline_freed_;
   std::future<void> timeline_freed_future_;
+  /// Runs `write` on a thread of its own (writing_), or here when no thread can be had.
+  template <class Write>
+  void write_async(Write write);
   /// Writes `count` sections after those already written and notes them in table_.
   void write_sections(const std::string_view* parts, const std::uint32_t* kinds, std::size_t count);
   bool done_ = false;
