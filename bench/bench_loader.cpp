@@ -46,15 +46,6 @@ struct result {
   int ok = 0;
 };
 
-/// Approximate heap bytes of the model's tables.
-std::uint64_t model_bytes(const kinetoscope::analysis::trace_model& m) {
-  std::uint64_t b = m.events.capacity() * sizeof(m.events[0]) + m.ops.capacity() * sizeof(m.ops[0]) +
-                    m.kernels.capacity() * sizeof(m.kernels[0]) + m.memory.capacity() * sizeof(m.memory[0]) +
-                    m.python.capacity() * sizeof(m.python[0]) + m.fwdbwd.capacity() * sizeof(m.fwdbwd[0]);
-  for (const auto& s : m.strings) b += sizeof(s) + (s.size() > 15 ? s.size() + 1 : 0);
-  return b;
-}
-
 /// Loads `path` in a child process; returns its figures.
 result measure(const std::string& path, const kinetoscope::analysis::load_options& options) {
   int fds[2];
@@ -70,7 +61,7 @@ result measure(const std::string& path, const kinetoscope::analysis::load_option
       r.ok = 1;
       r.events = loaded.model->events.size();
       r.strings = loaded.model->strings.size();
-      r.model_bytes = model_bytes(*loaded.model);
+      r.model_bytes = loaded.model->heap_bytes();  // (untouched spare capacity not counted)
     } else {
       std::fprintf(stderr, "%s\n", loaded.error->message().c_str());
     }
@@ -106,7 +97,7 @@ int main(int argc, char** argv) {
   if (!quick) jobs = {{100, false}, {300, false}, {1000, false}, {300, true}};
   std::printf("bench_loader: load_trace on ResNet-50 steps replicated (gen_big_trace)\n");
   std::printf("(plain texts twice: split between two readers, then one reader; the default on this machine: %s)\n",
-              kinetoscope::analysis::default_split_min_bytes() > 0 ? "split from 64 MiB" : "one reader (fewer than 4 hardware threads)");
+              kinetoscope::analysis::default_split_min_bytes() > 0 ? "split from 64 MiB" : "one reader (one hardware thread)");
   std::printf("hardware threads: %u\n", std::thread::hardware_concurrency());
   std::printf("%-40s %-8s %8s %7s %6s %7s %9s %9s %9s %8s\n", "file", "readers", "MB", "load s", "CPU s", "MB/s", "events",
               "model MB", "peak RSS", "RSS/text");

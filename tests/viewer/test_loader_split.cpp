@@ -286,3 +286,34 @@ TEST_CASE("split parse: cut points inside strings are read by one reader, with t
   tail += "]";
   check_split(R"({"traceEvents": [)" + plain + "], " + tail + "}", 500, false);
 }
+
+TEST_CASE("split parse: events of equal ts across the parts keep the file's order") {
+  // The readers sort their parts apart and the merge puts them together: on equal ts the first
+  // part's events come first, then the middle part's, then the tail's, as one stable sort of the
+  // whole file gives them. Timestamps run backwards by blocks (so every part needs sorting) and
+  // take five values (so every value is in every part); each name is unique, so the event order
+  // is visible in the string ids.
+  std::string ev;
+  for (int i = 0; i < 6000; ++i) {
+    if (i > 0) ev += ",\n";
+    ev += R"({"ph": "X", "cat": "cpu_op", "name": "op)" + std::to_string(i) + R"(", "pid": 1, "tid": )" +
+          std::to_string(1 + i % 3) + R"(, "ts": )" + std::to_string(100 - (i / 7) % 5 * 10) + R"(, "dur": 1, "args": {"External id": )" +
+          std::to_string(i + 1) + "}}";
+  }
+  const std::string text = R"({"traceEvents": [)" + ev + "]}";
+  for (std::size_t window : {600, 4096}) check_split(text, window, true);
+  const trace_model one = load_ok(text, {.window_bytes = 600, .split_min_bytes = 1});
+  REQUIRE(one.events.size() == 6000);
+  std::size_t out_of_order = 0;
+  for (std::size_t i = 1; i < one.events.size(); ++i) {
+    const event& a = one.events[i - 1];
+    const event& b = one.events[i];
+    // Within a ts the file order, which is the order of the external ids here.
+    if (a.ts > b.ts || (a.ts == b.ts && a.external_id >= b.external_id)) ++out_of_order;
+  }
+  CHECK(out_of_order == 0);
+  CHECK(one.events.front().ts == 60);
+  CHECK(one.events.front().external_id == 29);  // the first event with ts 60: i = 28
+  CHECK(one.events.back().ts == 100);
+  CHECK(one.events.back().external_id == 5992);  // the last with ts 100: i = 5991 (5991 / 7 % 5 == 0)
+}

@@ -725,6 +725,7 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
       continue;
     }
     if (end == npos) break;
+    reserve_ahead(pos);
     const snapshot s = take_snapshot();
     error_code e = try_window(pos, end, false, edits, f);
     // Streaming: phase 3 must hold the rest of the text, so first try longer windows (the
@@ -800,6 +801,7 @@ bool reader::run_windows(std::size_t window, failure& f, bool& final_error) {
       end = events_end;
       last = true;
     }
+    reserve_ahead(pos);
     const snapshot s = take_snapshot();
     for (int tries = 0;; ++tries) {
       const error_code e = try_window(pos, end, last, edits, f);
@@ -868,6 +870,7 @@ bool reader::run_part(std::size_t window) {
       if (end == npos) return false;
       last = true;
     }
+    reserve_ahead(pos);
     const snapshot s = take_snapshot();
     for (int tries = 0;; ++tries) {
       failure f;
@@ -905,7 +908,58 @@ static std::string shift_event_number(const std::string& msg, std::int64_t by) {
   return std::string(prefix) + std::to_string(n + by) + std::string(end, msg.data() + msg.size());
 }
 
+/// The events of a split parse in time order: `all` holds A's sorted events in [0, a) and C's
+/// after them, `b` B's sorted events; afterwards `all` holds the three runs merged as one stable
+/// sort of A, B, C (file order) by ts gives them: on equal keys A's before B's before C's. The
+/// merge runs from the end down, so A's events stay in place until read (only C's, a small
+/// tail, are copied out first).
+static void merge_sorted_runs(std::vector<event>& all, std::size_t a, const std::vector<event>& b) {
+  const std::vector<event> c(all.begin() + static_cast<std::ptrdiff_t>(a), all.end());
+  all.resize(a + b.size() + c.size());
+  std::size_t ia = a, ib = b.size(), ic = c.size(), out = all.size();
+  while (ib + ic > 0) {
+    // The largest (key, run) of the three tails; ties go to the later run.
+    const event* pick = nullptr;
+    std::uint64_t best = 0;
+    int from = -1;
+    if (ic > 0) {
+      pick = &c[ic - 1];
+      best = order_key(pick->ts);
+      from = 2;
+    }
+    if (ib > 0) {
+      const std::uint64_t k = order_key(b[ib - 1].ts);
+      if (from < 0 || k > best) pick = &b[ib - 1], best = k, from = 1;
+    }
+    if (ia > 0 && order_key(all[ia - 1].ts) > best) pick = &all[ia - 1], from = 0;
+    all[--out] = *pick;
+    if (from == 2) --ic;
+    else if (from == 1) --ib;
+    else --ia;
+  }
+  // (A's remaining events are already where they belong: out == ia.)
+}
+
+void reader::splice_part_rows(reader& part) {
+  if (rows_spliced_) return;
+  trace_model& m = m_;
+  trace_model& b = part.m_;
+  const snapshot& k = mark_.at;
+  const auto splice = [](auto& into, std::size_t at, auto& from) {
+    into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
+    const std::size_t n = from.size();
+    from = {};
+    return n;
+  };
+  part_ops_ = splice(m.ops, k.ops, b.ops);
+  part_kernels_ = splice(m.kernels, k.kernels, b.kernels);
+  part_memory_ = splice(m.memory, k.memory, b.memory);
+  part_python_ = splice(m.python, k.python, b.python);
+  rows_spliced_ = true;
+}
+
 void reader::absorb_part(reader& part) {
+  splice_part_rows(part);  // (unless the part's thread did)
   trace_model& m = m_;
   trace_model& b = part.m_;
   const snapshot& k = mark_.at;
@@ -971,28 +1025,27 @@ void reader::absorb_part(reader& part) {
     }
   };
   for (std::size_t i = k.events; i < m.events.size(); ++i)
-    fix_event(m.events[i], c_id, b.ops.size(), b.kernels.size(), b.memory.size(), b.python.size());
+    fix_event(m.events[i], c_id, part_ops_, part_kernels_, part_memory_, part_python_);
   for (event& ev : b.events) fix_event(ev, b_id, k.ops, k.kernels, k.memory, k.python);
-  for (std::size_t i = k.ops; i < m.ops.size(); ++i) fix_op(m.ops[i], c_id, b.collectives.size());
-  for (op_args& a : b.ops) fix_op(a, b_id, k.collectives);
-  for (std::size_t i = k.kernels; i < m.kernels.size(); ++i) shift_index(m.kernels[i].collective, b.collectives.size());
-  for (kernel_args& a : b.kernels) shift_index(a.collective, k.collectives);
+  // (The side rows are in place already, B's at the mark, then C's: splice_part_rows.)
+  for (std::size_t i = k.ops; i < k.ops + part_ops_; ++i) fix_op(m.ops[i], b_id, k.collectives);
+  for (std::size_t i = k.ops + part_ops_; i < m.ops.size(); ++i) fix_op(m.ops[i], c_id, b.collectives.size());
+  for (std::size_t i = k.kernels; i < k.kernels + part_kernels_; ++i) shift_index(m.kernels[i].collective, k.collectives);
+  for (std::size_t i = k.kernels + part_kernels_; i < m.kernels.size(); ++i)
+    shift_index(m.kernels[i].collective, b.collectives.size());
   for (std::size_t i = k.collectives; i < m.collectives.size(); ++i) fix_collective(m.collectives[i], c_id);
   for (collective_args& c : b.collectives) fix_collective(c, b_id);
   for (std::size_t i = k.metas; i < m.track_metas.size(); ++i) fix_meta(m.track_metas[i], c_id);
   for (track_meta& t : b.track_metas) fix_meta(t, b_id);
   fix_flows(m.fwdbwd, flow_strs_, k.flow_strs, c_id);
   fix_flows(b.fwdbwd, part.flow_strs_, 0, b_id);
-  // B's rows go between A's and C's (file order: the sort in finish() is stable).
+  // B's rows go between A's and C's (file order); the events: the three sorted runs merged.
   const auto splice = [](auto& into, std::size_t at, auto& from) {
     into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
     from = {};
   };
-  splice(m.events, k.events, b.events);
-  splice(m.ops, k.ops, b.ops);
-  splice(m.kernels, k.kernels, b.kernels);
-  splice(m.memory, k.memory, b.memory);
-  splice(m.python, k.python, b.python);
+  merge_sorted_runs(m.events, k.events, b.events);
+  b.events = {};
   splice(m.collectives, k.collectives, b.collectives);
   splice(m.fwdbwd, k.fwdbwd, b.fwdbwd);
   splice(m.track_metas, k.metas, b.track_metas);
@@ -1103,6 +1156,7 @@ static load_result parse_text(text_buffer& text, const std::string& name, const 
     }
     failure f;
     reader r(model, text.data(), text.size(), text.alloc_size(), feed);
+    r.expect_text_bytes(text.size());
     const bool ok = r.run(options.window_bytes, f);
     if (feed != nullptr) {
       feed->join();
@@ -1190,6 +1244,7 @@ static std::optional<load_result> load_streamed(std::unique_ptr<byte_source> src
   } catch (const std::bad_alloc&) {
   }
   reader r(model, stream);
+  r.expect_text_bytes(std::min<std::size_t>(size_hint, options.max_text_bytes));
   if (!r.run_streamed(window)) {
     stream.close();  // joins the producer
     if (exceeded.load()) return error_result(name, too_large(options.max_text_bytes));
@@ -1282,30 +1337,57 @@ static std::optional<load_result> load_split(int fd, const char* mem, std::size_
   } catch (const std::bad_alloc&) {
   }
   reader part(part_model, part_stream);
+  part.expect_text_bytes(x - m);
   part.cancel_on(&cancel);
   bool part_ok = false;
+  // The main reader's run as the part's thread sees it: 0 running, 1 done (`main_reader` set),
+  // 2 failed or left.
+  std::atomic<int> main_run{0};
+  reader* main_reader = nullptr;
   std::jthread helper([&] {
     try {
-      part_ok = part.run_part(window);
+      const bool parsed = part.run_part(window);
+      if (parsed) {
+        sort_events_by_ts(part_model.events);  // (absorb_part merges the sorted runs)
+        // The part's side rows into the main model while its reader sorts (see splice_part_rows).
+        main_run.wait(0);
+        if (main_run.load() == 1) main_reader->splice_part_rows(part);
+      }
+      part_ok = parsed;
     } catch (const std::exception&) {  // out of memory: one reader will try
     }
     if (!part_ok) cancel.store(true);
     part_stream.close();
   });
-  // However this function is left, the part reader is told to stop before `helper` joins it.
+  // However this function is left, the part reader is told to stop (and not to wait for the
+  // main reader) before `helper` joins it.
   struct cancel_on_exit {
     std::atomic<bool>& flag;
-    ~cancel_on_exit() { flag.store(true); }
-  } guard{cancel};
+    std::atomic<int>& run;
+    ~cancel_on_exit() {
+      flag.store(true);
+      int running = 0;
+      run.compare_exchange_strong(running, 2);
+      run.notify_all();
+    }
+  } guard{cancel, main_run};
   text_stream stream(std::make_unique<ranges_source>(fd, mem, std::vector<range>{{0, m}, {x, size}}), chunk, gap,
                      options.progress_bytes);
   reader r(model, stream);
+  r.expect_text_bytes(size);  // (its tables receive the part's rows: absorb_part)
   r.split_at(m);
   r.cancel_on(&cancel);
   bool ok = false;
   try {
     ok = r.run_streamed(window) && r.split_done();
+    if (ok) {
+      main_reader = &r;
+      main_run.store(1);
+      main_run.notify_all();
+      r.sort_split_runs();  // (while the part reader's thread sorts its own, then splices)
+    }
   } catch (const std::exception&) {
+    ok = false;
   }
   if (!ok) cancel.store(true);
   stream.close();
@@ -1489,7 +1571,7 @@ using detail::read_file;
 using detail::text_buffer;
 
 std::uint64_t default_split_min_bytes() noexcept {
-  static const std::uint64_t value = std::thread::hardware_concurrency() >= 4 ? std::uint64_t{64} << 20 : 0;
+  static const std::uint64_t value = std::thread::hardware_concurrency() >= 2 ? std::uint64_t{64} << 20 : 0;
   return value;
 }
 

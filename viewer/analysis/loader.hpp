@@ -12,7 +12,7 @@
 ///   Texts of 16 MB and more are read (or inflated) on a second thread while the first parses
 ///   what has arrived. Measured (bench_loader, 2-core VM): ~750 MB/s on plain text, 1 GB in
 ///   about 1.4 s with peak RSS about 1.26x the text; gzip is bound by zlib (~370 MB/s of text).
-///   Plain texts of 64 MB and more are split between two readers on machines with 4 hardware
+///   Plain texts of 64 MB and more are split between two readers on machines with 2 hardware
 ///   threads or more (load_options::split_min_bytes).
 /// * Events are stable-sorted by ts; strings are interned (trace_model::intern).
 /// * Bad events degrade per event: wrong types, missing fields and out-of-range numbers become
@@ -64,10 +64,10 @@ struct load_result {
 /// The default limit on a trace's JSON text (load_options::max_text_bytes): 16 GiB.
 inline constexpr std::uint64_t default_max_text_bytes = std::uint64_t{16} << 30;
 
-/// load_options::split_min_bytes's default: 64 MiB on machines with 4 hardware threads or more,
-/// else 0 (never split). Measured with bench_loader: 1.5x faster on a 16-core host (and on 2
-/// cores of it), but no reliable gain on the 2-core VM the goals are measured on, where two
-/// threads touching fresh memory at once multiply the kernel's page-zeroing time.
+/// load_options::split_min_bytes's default: 64 MiB on machines with 2 hardware threads or more,
+/// else 0 (never split). Measured with bench_loader on the 2-core VM the goals are measured on:
+/// 1 GB in 0.81 s against 1.15 s (about 100 MB more peak RSS); `kinetoscope index` of 10 GB in
+/// 18.7-19.4 s against 24.4-26.4 s; 1.5x faster on a 16-core host.
 std::uint64_t default_split_min_bytes() noexcept;
 
 /// Tuning knobs (tests use them to exercise both parse paths).
