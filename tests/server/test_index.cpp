@@ -6,6 +6,7 @@
 // `kinetoscope index` under `xargs -P` fills the cache a server then reads.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -624,6 +625,76 @@ TEST_CASE("index: the model read back is the model parsed; records out of range 
   CHECK(t.open(file, other) == ks::index_status::stale);
   CHECK(t.open(file + ".none", *key) == ks::index_status::missing);
   CHECK(ks::index_file_path("/c", "/a/b.json") != ks::index_file_path("/c", "/a/c.json"));
+}
+
+/// Whether files in `dir` take O_DIRECT writes of whole aligned blocks (as index_writer's).
+bool takes_o_direct(const fs::path& dir) {
+  const fs::path f = dir / "o_direct_probe";
+  const int fd = ::open(f.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_DIRECT | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  void* block = nullptr;
+  bool ok = ::posix_memalign(&block, 4096, 4096) == 0;
+  if (ok) {
+    std::memset(block, 0, 4096);
+    ok = ::pwrite(fd, block, 4096, 0) == 4096;
+  }
+  std::free(block);
+  ::close(fd);
+  ::unlink(f.c_str());
+  return ok;
+}
+
+TEST_CASE("index: written through O_DIRECT (kinetoscope index) or the page cache, the same bytes") {
+  scratch dir("direct");
+  const fs::path trace = traces_dir() / "resnet50_v100" / "worker0.1623143089861.pt.trace.json.gz";
+  an::load_result r = an::load_trace(trace.string());
+  REQUIRE(r.ok());
+  // Events repeated (each copy later than the last) until the model is several of the
+  // writer's 8 MiB staging buffers.
+  an::trace_model m = std::move(*r.model);
+  const std::size_t n = m.events.size();
+  double span = 0;
+  for (const an::event& e : m.events) span = std::max(span, e.end() - m.events.front().ts + 1);
+  for (int copy = 1; m.events.size() * sizeof(an::event) < (std::size_t{20} << 20); ++copy) {
+    for (std::size_t i = 0; i < n; ++i) {
+      an::event e = m.events[i];
+      e.ts += span * copy;
+      m.events.push_back(e);
+    }
+  }
+  const ks::timeline tl(m);
+  const auto key = ks::index_key_of(trace.string());
+  REQUIRE(key);
+  // The scratch folder, and a tmpfs one where there is (older kernels refuse O_DIRECT there:
+  // the writer then writes the ordinary way).
+  std::vector<fs::path> folders = {dir.path};
+  if (fs::is_directory("/dev/shm")) folders.push_back(fs::path("/dev/shm") / dir.path.filename());
+  for (const fs::path& folder : folders) {
+    CAPTURE(folder);
+    fs::create_directories(folder);
+    const std::string summary(100003, 's');  // (a summary that ends off any block boundary)
+    std::string bytes[2];
+    for (const auto mode : {ks::index_writer::io::page_cache, ks::index_writer::io::direct}) {
+      const std::string file = (folder / (mode == ks::index_writer::io::direct ? "direct.ksidx" : "cached.ksidx")).string();
+      ks::index_writer w(file, *key, mode);
+      w.start(m, &tl);
+      w.finish(summary);
+      CHECK(w.wrote_direct() == (mode == ks::index_writer::io::direct && takes_o_direct(folder)));
+      bytes[mode == ks::index_writer::io::direct ? 1 : 0] = read_bytes(file);
+      ks::trace_index t;
+      REQUIRE(t.open(file, *key) == ks::index_status::ok);
+      CHECK(t.summary_bytes() == summary);
+      an::trace_model back;
+      const bool read = t.read_model(back);
+      CAPTURE(t.error());
+      REQUIRE(read);
+      REQUIRE(back.events.size() == m.events.size());
+      CHECK(std::memcmp(back.events.data(), m.events.data(), m.events.size() * sizeof(an::event)) == 0);
+    }
+    CHECK(bytes[0].size() > (std::size_t{20} << 20));
+    CHECK(bytes[0] == bytes[1]);
+    if (folder != dir.path) fs::remove_all(folder);
+  }
 }
 
 TEST_CASE("index: an unwritable cache folder and a read-only logdir still serve") {

@@ -1467,7 +1467,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     std::string error;
     int error_number = 0;
     const std::string name = fs::path(key->path).filename().string();
-    index_writer writer(out.index_file, *key);
+    index_writer writer(out.index_file, *key, index_writer::io::direct);
     auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
                                        &writer, 0, {}, /*serving=*/false);
     if (!p) {

@@ -200,16 +200,23 @@ std::string check_model(const an::trace_model& m) {
   return {};
 }
 
-/// Writes all of `bytes` at the descriptor's position.
-void write_all(int fd, const char* data, std::uint64_t bytes, const std::string& file) {
+/// Writes all of `bytes` at file offset `at`.
+void write_all_at(int fd, const char* data, std::uint64_t bytes, std::uint64_t at, const std::string& file) {
   while (bytes > 0) {
-    const ssize_t n = ::write(fd, data, static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1 << 30)));
+    const ssize_t n = ::pwrite(fd, data, static_cast<std::size_t>(std::min<std::uint64_t>(bytes, 1 << 30)),
+                               static_cast<off_t>(at));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error("cannot write " + file + ": " + std::strerror(errno));
+    if (n <= 0) throw std::runtime_error("cannot write " + file + ": " + std::strerror(n < 0 ? errno : EIO));
     data += n;
+    at += static_cast<std::uint64_t>(n);
     bytes -= static_cast<std::uint64_t>(n);
   }
 }
+
+/// index_writer::output's staging buffer: a multiple of the largest logical block size O_DIRECT
+/// asks for (4 KiB), and of the 64-byte section alignment.
+constexpr std::size_t direct_buffer_bytes = std::size_t{8} << 20;
+constexpr std::size_t direct_block = 4096;
 
 }  // namespace
 
@@ -274,7 +281,93 @@ constexpr std::uint32_t timeline_kinds[] = {s_tl_meta,   s_tl_lanes,      s_tl_l
                                             s_tl_items,  s_tl_counter_ts, s_tl_counter_values};
 constexpr std::uint32_t section_count = 1 + std::size(model_kinds) + std::size(timeline_kinds);
 
-index_writer::index_writer(std::string file, index_key key) : file_(std::move(file)), key_(std::move(key)) {
+index_writer::output::~output() {
+  stop_direct();
+}
+
+void index_writer::output::stop_direct() noexcept {
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+  direct_fd_ = -1;
+  std::free(buf_);
+  buf_ = nullptr;
+}
+
+void index_writer::output::open(int fd, const std::string& path, bool direct) {
+  fd_ = fd;
+  path_ = path;
+  if (!direct) return;
+  direct_fd_ = ::open(path.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+  if (direct_fd_ < 0) return;  // (EINVAL: no O_DIRECT on this file system)
+  void* p = nullptr;
+  if (::posix_memalign(&p, direct_block, direct_buffer_bytes) != 0) {
+    stop_direct();
+    return;
+  }
+  buf_ = static_cast<char*>(p);
+}
+
+void index_writer::output::drain(std::size_t bytes) {
+  // A direct write that the file system refuses (EINVAL: an alignment it does not support) goes
+  // through the ordinary descriptor, and so does everything after it (direct_fd_ closed).
+  std::size_t done = 0;
+  while (done < bytes && direct_fd_ >= 0) {
+    const ssize_t n = ::pwrite(direct_fd_, buf_ + done, bytes - done, static_cast<off_t>(at_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL) {
+      ::close(direct_fd_);
+      direct_fd_ = -1;
+      break;
+    }
+    if (n <= 0) throw std::runtime_error("cannot write " + path_ + ": " + std::strerror(n < 0 ? errno : EIO));
+    done += static_cast<std::size_t>(n);
+    used_direct_ = true;
+  }
+  if (done < bytes) write_all_at(fd_, buf_ + done, bytes - done, at_ + done, path_);
+  at_ += bytes;
+  fill_ -= bytes;
+  if (fill_ > 0) std::memmove(buf_, buf_ + bytes, fill_);
+}
+
+void index_writer::output::write(const char* data, std::uint64_t bytes) {
+  while (bytes > 0 && direct_fd_ >= 0) {
+    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes, direct_buffer_bytes - fill_));
+    std::memcpy(buf_ + fill_, data, n);
+    fill_ += n;
+    data += n;
+    bytes -= n;
+    if (fill_ == direct_buffer_bytes) drain(fill_);
+  }
+  if (bytes == 0) return;
+  if (fill_ > 0) drain_ordinary();  // (not reached: drain() wrote all it had before giving up)
+  stop_direct();
+  write_all_at(fd_, data, bytes, at_, path_);
+  at_ += bytes;
+}
+
+void index_writer::output::zeros(std::uint64_t bytes) {
+  static const char none[4096] = {};
+  while (bytes > 0) {
+    const std::uint64_t n = std::min<std::uint64_t>(bytes, sizeof none);
+    write(none, n);
+    bytes -= n;
+  }
+}
+
+void index_writer::output::flush() {
+  if (buf_ == nullptr) return;
+  // The whole blocks directly (when still allowed), the last partial one through the page cache.
+  if (direct_fd_ >= 0) drain(fill_ / direct_block * direct_block);
+  if (fill_ > 0) drain_ordinary();
+  stop_direct();
+}
+
+void index_writer::output::drain_ordinary() {
+  write_all_at(fd_, buf_, fill_, at_, path_);
+  at_ += fill_;
+  fill_ = 0;
+}
+
+index_writer::index_writer(std::string file, index_key key, io mode) : file_(std::move(file)), key_(std::move(key)) {
   header_bytes_ = sizeof(file_header) + key_.path.size() + section_count * sizeof(table_entry);
   std::error_code ec;
   fs::create_directories(fs::path(file_).parent_path(), ec);
@@ -283,6 +376,7 @@ index_writer::index_writer(std::string file, index_key key) : file_(std::move(fi
   tmp_ = file_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) throw std::runtime_error("cannot create " + tmp_ + ": " + std::strerror(errno));
+  out_.open(fd_, tmp_, mode == io::direct);
 }
 
 index_writer::~index_writer() {
@@ -293,20 +387,16 @@ index_writer::~index_writer() {
 
 void index_writer::write_sections(const std::string_view* parts, const std::uint32_t* kinds, std::size_t count) {
   // Each section at the next aligned offset after the last one written; the summary comes after
-  // them all (finish()).
-  std::uint64_t at = end_ == 0 ? align_up(header_bytes_) : end_;
-  if (::lseek(fd_, static_cast<off_t>(at), SEEK_SET) < 0)
-    throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
-  static const char zeros[alignment] = {};
+  // them all (finish()). Before the first: room for the header, zeros until finish().
+  if (end_ == 0) out_.zeros(align_up(header_bytes_));
   for (std::size_t i = 0; i < count; ++i) {
     const std::string_view bytes = parts[i];
+    const std::uint64_t at = out_.offset();
     table_.push_back({kinds[i], crc_of(bytes.data(), bytes.size()), at, bytes.size()});
-    write_all(fd_, bytes.data(), bytes.size(), tmp_);
-    const std::uint64_t next = align_up(at + bytes.size());
-    write_all(fd_, zeros, next - at - bytes.size(), tmp_);
-    at = next;
+    out_.write(bytes.data(), bytes.size());
+    out_.zeros(align_up(at + bytes.size()) - at - bytes.size());
   }
-  end_ = at;
+  end_ = out_.offset();
 }
 
 void index_writer::write_timeline(const timeline* tl) {
@@ -404,14 +494,15 @@ void index_writer::finish(std::string_view summary) {
   table.push_back({s_summary, crc_of(summary.data(), summary.size()), end_, summary.size()});
   for (const written& t : table_) table.push_back({t.kind, t.crc, t.offset, t.size});
   h.total_bytes = align_up(end_ + summary.size());
-  static const char zeros[alignment] = {};
-  write_all(fd_, summary.data(), summary.size(), tmp_);
-  write_all(fd_, zeros, h.total_bytes - end_ - summary.size(), tmp_);
-  if (::lseek(fd_, 0, SEEK_SET) < 0) throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
-  write_all(fd_, reinterpret_cast<const char*>(&h), sizeof h, tmp_);
-  write_all(fd_, key_.path.data(), key_.path.size(), tmp_);
-  write_all(fd_, reinterpret_cast<const char*>(table.data()), table.size() * sizeof(table_entry), tmp_);
-  // (Between the table and the first section: zeros, as the file has them from the seek.)
+  out_.write(summary.data(), summary.size());
+  out_.zeros(h.total_bytes - end_ - summary.size());
+  out_.flush();
+  // The header over the zeros before the first section, through the page cache (after the
+  // direct writes: flush() has returned).
+  std::string head(reinterpret_cast<const char*>(&h), sizeof h);
+  head += key_.path;
+  head.append(reinterpret_cast<const char*>(table.data()), table.size() * sizeof(table_entry));
+  write_all_at(fd_, head.data(), head.size(), 0, tmp_);
   const int fd = fd_;
   fd_ = -1;
   if (::close(fd) != 0) throw std::runtime_error("cannot write " + tmp_ + ": " + std::strerror(errno));
