@@ -470,6 +470,91 @@ TEST_CASE("overview: counters use the global extent without a profiler span; non
   CHECK(gpu_utilization_counters(cpu.done()).empty());
 }
 
+/// The plugin's merge_ranges_with_value as it is written (every endpoint, one stable sort by
+/// (time, start before end), then the sweep): the reference for the sweep without the sort.
+std::vector<valued_interval> plugin_merge_ranges_with_value(const std::vector<valued_interval>& src) {
+  struct endpoint {
+    double time;
+    int type;
+    double value;
+  };
+  std::vector<endpoint> eps;
+  for (const valued_interval& k : src) {
+    eps.push_back({k.start, 0, k.value});
+    eps.push_back({k.end, 1, k.value});
+  }
+  std::stable_sort(eps.begin(), eps.end(),
+                   [](const endpoint& a, const endpoint& b) { return a.time < b.time || (a.time == b.time && a.type < b.type); });
+  std::vector<valued_interval> out;
+  if (eps.empty()) return out;
+  double last_time = eps[0].time, last_value = eps[0].value;
+  for (std::size_t i = 1; i < eps.size(); ++i) {
+    if (eps[i].time > last_time && last_value > 0.0) out.push_back({last_time, eps[i].time, std::min(last_value, 1.0)});
+    last_time = eps[i].time;
+    last_value += eps[i].type == 0 ? eps[i].value : -eps[i].value;
+  }
+  return out;
+}
+
+TEST_CASE("overview: SM-efficiency segments are the plugin's, bit for bit, for any kernels") {
+  // Kernels in start order (as the events give them: the sweep with a heap of ends) and out of
+  // it or ending before they start (the plugin's sort): overlapping, nested, touching, equal
+  // starts and ends, zero-length, values whose sums round differently in another order.
+  std::srand(12345);
+  const double values[] = {0.1, 0.2, 0.3, 0.7, 1.5, 1e-9, 0.333333333333};
+  for (int round = 0; round < 400; ++round) {
+    CAPTURE(round);
+    std::vector<valued_interval> ks;
+    const int n = round % 40;
+    double t = 0;
+    for (int i = 0; i < n; ++i) {
+      t += static_cast<double>(std::rand() % 4);  // equal starts often
+      const double len = static_cast<double>(std::rand() % 6);  // zero-length too
+      ks.push_back({t, t + len, values[std::rand() % 7]});
+    }
+    if (round % 5 == 4 && n > 2) std::swap(ks[0], ks[n - 1]);  // out of start order
+    if (round % 7 == 6 && n > 1) std::swap(ks[1].start, ks[1].end);  // an end before its start
+    const std::vector<valued_interval> want = plugin_merge_ranges_with_value(ks);
+    const std::vector<valued_interval> got = merge_ranges_with_value(ks);
+    REQUIRE(got.size() == want.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      CAPTURE(i);
+      CHECK(got[i].start == want[i].start);
+      CHECK(got[i].end == want[i].end);
+      CHECK(got[i].value == want[i].value);  // (exact: the same additions in the same order)
+    }
+  }
+  CHECK(merge_ranges_with_value({}).empty());
+}
+
+TEST_CASE("overview: the counters with a sink for the SM-efficiency series are the same points") {
+  model_builder b;
+  b.add(event_type::trace, "PyTorch Profiler (0)", 0, 300);
+  b.kernel("k1", 10, 100, 0, 0, 0, 0.5);
+  b.kernel("k2", 50, 100, 0, 0, 0, 0.75);
+  b.kernel("k3", 60, 10, 0, 0, 2, 0.25);
+  b.kernel("k4", 200, 30, 0, 0, 2, 2.0);
+  const trace_model m = b.done();
+  const std::vector<counter_point> all = gpu_utilization_counters(m);
+  struct sink final : sm_efficiency_sink {
+    std::size_t reserved = 0;
+    std::vector<counter_point> points;
+    void reserve(std::size_t n) override { reserved += n; }
+    void point(std::int64_t gpu, double ts, double value) override {
+      points.push_back({gpu, gpu_counter::sm_efficiency, ts, value});
+    }
+  } sm;
+  const std::vector<counter_point> util = gpu_utilization_counters(m, sm);
+  std::vector<counter_point> want_util, want_sm;
+  for (const counter_point& p : all) (p.counter == gpu_counter::utilization ? want_util : want_sm).push_back(p);
+  CHECK(util == want_util);
+  CHECK(sm.points == want_sm);
+  CHECK(sm.reserved == want_sm.size());
+  REQUIRE(want_sm.size() == 2 + 2 * 3 + 2 + 2 * 2);  // GPU 0: three segments; GPU 2: two
+  CHECK(want_sm[2] == counter_point{0, gpu_counter::sm_efficiency, 10, 0.5});
+  CHECK(want_sm[4] == counter_point{0, gpu_counter::sm_efficiency, 50, 1});
+}
+
 // ---------------------------------------------------------------------------------------------
 // Recommendations (plugin-rules.md#recommendations)
 

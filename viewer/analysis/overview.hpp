@@ -243,6 +243,20 @@ std::string_view gpu_counter_arg(gpu_counter counter) noexcept;
 /// all events; buckets are the smallest power of ten µs giving at most 100 of them.
 std::vector<counter_point> gpu_utilization_counters(const trace_model& model);
 
+/// Receives the SM-efficiency series of gpu_utilization_counters(model, sink) instead of the
+/// result: reserve() once with the number of points, then every point of those series, in the
+/// result's order. (The Trace view keeps them as columns; a 10 GB trace has 10 million, which
+/// would otherwise be held twice while the columns are written.)
+class sm_efficiency_sink {
+ public:
+  virtual ~sm_efficiency_sink() = default;
+  virtual void reserve(std::size_t points) = 0;
+  virtual void point(std::int64_t gpu, double ts, double value) = 0;
+};
+/// gpu_utilization_counters(model) with the SM-efficiency points given to `sm`: the result holds
+/// the utilization series only.
+std::vector<counter_point> gpu_utilization_counters(const trace_model& model, sm_efficiency_sink& sm);
+
 /// The SM-efficiency segments of one GPU (plugin-rules.md#gpu-summary): over every elementary
 /// interval between kernel start/end points, min(Σ blocks-per-SM of the running kernels, 1), kept
 /// when > 0.
@@ -252,5 +266,9 @@ struct valued_interval {
   double value = 0;
 };
 std::vector<valued_interval> sm_efficiency_segments(const trace_model& model, std::int64_t gpu);
+/// The plugin's merge_ranges_with_value over `samples` ({start, end, value} per kernel, in the
+/// events' order): the segments where the summed value of the samples covering them is > 0,
+/// capped at 1, in time order; the sums are made in the plugin's order (bit-identical).
+std::vector<valued_interval> merge_ranges_with_value(const std::vector<valued_interval>& samples);
 
 }  // namespace kinetoscope::analysis

@@ -18,7 +18,6 @@ full_report compute_report(const trace_model& model, const op_trees& trees, cons
     }
   };
   auto second_half = [&] {
-    if (options.with_memory) r.memory = compute_memory(model, trees, options.memory_range);
     if (options.with_operators) {
       r.device_columns = operator_view_has_device_columns(model, trees);
       r.operators_by_name = operators_by_name(model, trees, r.device_columns);
@@ -28,6 +27,7 @@ full_report compute_report(const trace_model& model, const op_trees& trees, cons
       r.kernels_by_name = kernels_by_name(model, trees);
       r.kernels_by_operator = kernels_by_name_and_operator(model, trees);
     }
+    if (options.with_memory) r.memory = compute_memory(model, trees, options.memory_range);
     if (options.with_modules) r.modules = compute_module_view(model, trees);
   };
   if (options.threads < 2) {
