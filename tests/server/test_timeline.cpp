@@ -856,6 +856,30 @@ TEST_CASE("persisted form: a timeline from its columns answers byte for byte as 
   }
 }
 
+TEST_CASE("a timeline for its columns only: the same columns, and queries answered all the same") {
+  for (const std::string& rel : all_trace_files()) {
+    CAPTURE(rel);
+    const an::trace_model& m = load(rel);
+    const timeline built(m);
+    const timeline columns(m, timeline::use::columns);  // (kinetoscope index's: no per-event index)
+    CHECK(columns.columns().meta == built.columns().meta);
+    CHECK(columns.columns().lanes.size() == built.columns().lanes.size());
+    CHECK(columns.columns().lane_events == built.columns().lane_events);
+    CHECK(columns.columns().items.size() == built.columns().items.size());
+    CHECK(columns.columns().counter_ts == built.columns().counter_ts);
+    CHECK(columns.columns().counter_values == built.columns().counter_values);
+    CHECK(columns.tracks_json() == built.tracks_json());
+    CHECK(columns.stats().memory_bytes < built.stats().memory_bytes);
+    // The per-event index, made again from the columns when a query comes after all.
+    CHECK(columns.search_json("a", 100) == built.search_json("a", 100));
+    for (std::uint32_t id = 0; id < m.events.size(); id += 1 + static_cast<std::uint32_t>(m.events.size() / 300)) {
+      CHECK(columns.track_of(id) == built.track_of(id));
+      CHECK(columns.row_of(id) == built.row_of(id));
+      CHECK(columns.event_json(id, true) == built.event_json(id, true));
+    }
+  }
+}
+
 TEST_CASE("persisted form: columns that do not fit the model are refused, each check on its own") {
   const an::trace_model& m = load(resnet);
   const timeline built(m);

@@ -720,7 +720,8 @@ struct store::impl {
         persisted_timeline.reset();
       }
       try {
-        if (!p->timeline) p->timeline = std::make_unique<timeline>(p->model);
+        if (!p->timeline)
+          p->timeline = std::make_unique<timeline>(p->model, serving ? timeline::use::serve : timeline::use::columns);
       } catch (const std::exception& e) {
         p->timeline_error = e.what();
       }

@@ -244,9 +244,31 @@ struct timeline::impl {
   /// The lanes, their slices, levels and items, and the counters' points (the persisted form;
   /// `cols.meta` is written once the rest is built).
   timeline_columns cols;
-  std::vector<std::uint32_t> ev_track;  ///< per event: track id or no_index
-  std::vector<std::uint32_t> ev_row;
-  std::vector<std::uint32_t> name_count;  ///< per string id: timeline events with that name
+  /// The per-event index, read by the event queries (event_json, search_json, track_of, row_of)
+  /// through events_indexed(). A timeline built for its columns only (timeline::use::columns)
+  /// drops it once laid out (8 bytes an event) and makes it again from the columns if asked.
+  mutable std::vector<std::uint32_t> ev_track;  ///< per event: track id or no_index
+  mutable std::vector<std::uint32_t> ev_row;
+  mutable std::vector<std::uint32_t> name_count;  ///< per string id: timeline events with that name
+  mutable std::once_flag events_once;
+  /// The per-event index, made from the columns when it was dropped (thread-safe).
+  const impl& events_indexed() const {
+    std::call_once(events_once, [this] {
+      if (ev_track.size() == model.events.size()) return;
+      ev_track.assign(model.events.size(), no_index);
+      ev_row.assign(model.events.size(), no_index);
+      name_count.assign(model.strings.size(), 0);
+      for (const timeline_lane& l : cols.lanes) {
+        for (std::uint64_t k = l.ev_begin; k < l.ev_begin + l.ev_count; ++k) {
+          const std::uint32_t id = cols.lane_events[k];
+          ev_track[id] = l.track;
+          ev_row[id] = l.row;
+          if (model.events[id].name < name_count.size()) ++name_count[model.events[id].name];
+        }
+      }
+    });
+    return *this;
+  }
   std::string tracks_cache;
   /// The counters sent by window (counters_json): SM efficiency per GPU, memory per device.
   /// Points [begin, begin + count) of cols.counter_ts (relative µs, ascending) / counter_values.
@@ -264,9 +286,14 @@ struct timeline::impl {
   mutable std::vector<std::uint32_t> fwdbwd_by_place;  ///< fwdbwd indices sorted by (pid, tid, ts)
   mutable std::vector<std::uint32_t> fwdbwd_by_id;     ///< sorted by (id, is_start)
 
-  explicit impl(const analysis::trace_model& m) : model(m) {
+  impl(const analysis::trace_model& m, timeline::use u) : model(m) {
     build();
     write_meta();
+    if (u == timeline::use::columns) {
+      std::vector<std::uint32_t>().swap(ev_track);
+      std::vector<std::uint32_t>().swap(ev_row);
+      std::vector<std::uint32_t>().swap(name_count);
+    }
   }
   impl(const analysis::trace_model& m, timeline_columns c) : model(m), cols(std::move(c)) { restore(); }
 
@@ -282,7 +309,8 @@ struct timeline::impl {
   void restore();
   void layout_track(std::uint32_t t, std::vector<std::uint32_t>& members);
   void write_tracks_json();
-  void build_windowed_counters(const std::vector<analysis::counter_point>& points);
+  /// The windowed series' columns (SM efficiency, memory); returns the utilization series.
+  std::vector<analysis::counter_point> build_counters();
   void build_flow_indexes() const;
   std::uint32_t bound_event(const analysis::flow_event& f) const;
 
@@ -445,7 +473,9 @@ void timeline::impl::build() {
     layout_track(t, members[order[t]]);
     std::vector<std::uint32_t>().swap(members[order[t]]);
   }
-  cols.items.shrink_to_fit();
+  // (A big table keeps its spare capacity, never touched: see trace_model::spare_kept_bytes. A
+  // shrink would copy it, 140 MB on a 10 GB trace, beside the op tree at the load's peak.)
+  if (cols.items.capacity() * sizeof(timeline_item) < analysis::trace_model::spare_kept_bytes) cols.items.shrink_to_fit();
   write_tracks_json();
 }
 
@@ -560,8 +590,7 @@ void timeline::impl::write_tracks_json() {
     w.ch('}');
   }
   w.raw("],\"counters\":[");
-  const auto points = analysis::gpu_utilization_counters(model);
-  build_windowed_counters(points);
+  const auto points = build_counters();
   bool first_series = true;
   for (std::size_t i = 0; i < points.size();) {
     std::size_t j = i;
@@ -711,42 +740,110 @@ void timeline::impl::restore() {
   }
 }
 
-void timeline::impl::build_windowed_counters(const std::vector<analysis::counter_point>& points) {
-  // SM efficiency: one series per GPU, in time order (the plugin's list puts the (g0, 1), (g0, 0)
-  // pair first; a segment's end and the next one's start at the same time keep their order).
-  std::map<std::int64_t, std::vector<std::pair<double, double>>> sm;
-  for (const auto& p : points)
-    if (p.counter == analysis::gpu_counter::sm_efficiency) sm[p.gpu].emplace_back(p.ts - t0, p.value);
-  const auto add = [&](std::string name, std::string unit, std::vector<std::pair<double, double>>& pts) {
-    std::stable_sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+std::vector<analysis::counter_point> timeline::impl::build_counters() {
+  // Each series is appended to the columns as it comes, then put in time order (stably) when it
+  // is not already: SM efficiency in GPU order, then memory per device. The columns are sized
+  // first (10 million SM-efficiency points on a 10 GB trace: written once, straight from the
+  // analysis, not copied as they double nor held in a second table beside them).
+  // Memory: "Total Allocated" / "Total Reserved" of the [memory] instants, per device: (device
+  // type, device) -> (allocated, reserved) points.
+  using device_key = std::pair<std::int64_t, std::int64_t>;
+  const auto memory_key = [](const analysis::memory_args& a) -> device_key {
+    return {a.device_type, a.device_type == 0 ? 0 : a.device_id};
+  };
+  const auto memory_arg = [&](const event& e) -> const analysis::memory_args* {
+    if (e.type != event_type::memory || e.extra >= model.memory.size()) return nullptr;
+    const auto& a = model.memory[e.extra];
+    return a.device_type == 0 || a.device_type == 1 ? &a : nullptr;
+  };
+  std::map<device_key, std::pair<std::size_t, std::size_t>> mem;
+  for (const auto& e : model.events) {
+    const auto* a = memory_arg(e);
+    if (a == nullptr) continue;
+    auto& slot = mem[memory_key(*a)];
+    if (std::isfinite(a->total_allocated)) ++slot.first;
+    if (std::isfinite(a->total_reserved) && a->device_type == 1) ++slot.second;
+  }
+  std::size_t memory_points = 0;
+  for (const auto& [dev, n] : mem) memory_points += n.first + n.second;
+
+  const auto add = [&](std::string name, std::string unit, std::size_t begin) {
+    const std::size_t end = cols.counter_ts.size();
+    const auto ts = cols.counter_ts.begin() + static_cast<std::ptrdiff_t>(begin);
+    const auto te = cols.counter_ts.begin() + static_cast<std::ptrdiff_t>(end);
+    // (A NaN time: sorted as before, see stable_sort_by_key_if_needed.)
+    if (std::any_of(ts, te, [](double t) { return std::isnan(t); }) || !std::is_sorted(ts, te)) {
+      std::vector<std::pair<double, double>> pts;
+      pts.reserve(end - begin);
+      for (std::size_t i = begin; i < end; ++i) pts.emplace_back(cols.counter_ts[i], cols.counter_values[i]);
+      std::stable_sort(pts.begin(), pts.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (std::size_t i = begin; i < end; ++i) {
+        cols.counter_ts[i] = pts[i - begin].first;
+        cols.counter_values[i] = pts[i - begin].second;
+      }
+    }
     series s;
     s.name = std::move(name);
     s.unit = std::move(unit);
-    s.begin = cols.counter_ts.size();
-    s.count = pts.size();
-    for (const auto& [t, v] : pts) {
-      cols.counter_ts.push_back(t);
-      cols.counter_values.push_back(v);
-      s.max = std::max(s.max, v);
-    }
+    s.begin = begin;
+    s.count = end - begin;
+    for (std::size_t i = begin; i < end; ++i) s.max = std::max(s.max, cols.counter_values[i]);
     windowed.push_back(std::move(s));
   };
-  for (auto& [gpu, pts] : sm) add(analysis::gpu_counter_name(gpu, analysis::gpu_counter::sm_efficiency), "fraction", pts);
-  // Memory: "Total Allocated" / "Total Reserved" of the [memory] instants, per device.
-  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<std::vector<std::pair<double, double>>, std::vector<std::pair<double, double>>>> mem;
-  for (const auto& e : model.events) {
-    if (e.type != event_type::memory || e.extra >= model.memory.size()) continue;
-    const auto& a = model.memory[e.extra];
-    if (a.device_type != 0 && a.device_type != 1) continue;
-    auto& slot = mem[{a.device_type, a.device_type == 0 ? 0 : a.device_id}];
-    if (std::isfinite(a.total_allocated)) slot.first.emplace_back(e.ts - t0, a.total_allocated);
-    if (std::isfinite(a.total_reserved) && a.device_type == 1) slot.second.emplace_back(e.ts - t0, a.total_reserved);
+
+  // SM efficiency: one series per GPU, its points as the analysis gives them (the plugin's
+  // list puts the (g0, 1), (g0, 0) pair first; a segment's end and the next one's start at the
+  // same time keep their order).
+  struct sm_columns final : analysis::sm_efficiency_sink {
+    impl& t;
+    std::size_t more;  // the memory series' points, reserved with these
+    const decltype(add)& close;
+    bool open = false;
+    std::int64_t gpu = 0;
+    std::size_t begin = 0;
+    sm_columns(impl& tl, std::size_t memory, const decltype(add)& c) : t(tl), more(memory), close(c) {}
+    void reserve(std::size_t points) override {
+      t.cols.counter_ts.reserve(t.cols.counter_ts.size() + points + more);
+      t.cols.counter_values.reserve(t.cols.counter_values.size() + points + more);
+    }
+    void point(std::int64_t g, double ts, double value) override {
+      if (!open || g != gpu) {
+        finish();
+        open = true;
+        gpu = g;
+        begin = t.cols.counter_ts.size();
+      }
+      t.cols.counter_ts.push_back(ts - t.t0);
+      t.cols.counter_values.push_back(value);
+    }
+    void finish() {
+      if (open) close(analysis::gpu_counter_name(gpu, analysis::gpu_counter::sm_efficiency), "fraction", begin);
+      open = false;
+    }
+  } sm(*this, memory_points, add);
+  std::vector<analysis::counter_point> utilization = analysis::gpu_utilization_counters(model, sm);
+  sm.finish();
+  if (cols.counter_ts.capacity() < cols.counter_ts.size() + memory_points) {  // (no SM points: no reserve call)
+    cols.counter_ts.reserve(cols.counter_ts.size() + memory_points);
+    cols.counter_values.reserve(cols.counter_values.size() + memory_points);
   }
-  for (auto& [dev, pair] : mem) {
+  for (const auto& [dev, n] : mem) {
     const std::string device = dev.first == 0 ? std::string("CPU") : "GPU " + std::to_string(dev.second);
-    if (!pair.first.empty()) add(device + " Memory Allocated", "bytes", pair.first);
-    if (!pair.second.empty()) add(device + " Memory Reserved", "bytes", pair.second);
+    for (const bool reserved : {false, true}) {
+      if ((reserved ? n.second : n.first) == 0) continue;
+      const std::size_t begin = cols.counter_ts.size();
+      for (const auto& e : model.events) {
+        const auto* a = memory_arg(e);
+        if (a == nullptr || memory_key(*a) != dev) continue;
+        const double v = reserved ? a->total_reserved : a->total_allocated;
+        if (!std::isfinite(v) || (reserved && a->device_type != 1)) continue;
+        cols.counter_ts.push_back(e.ts - t0);
+        cols.counter_values.push_back(v);
+      }
+      add(device + (reserved ? " Memory Reserved" : " Memory Allocated"), "bytes", begin);
+    }
   }
+  return utilization;
 }
 
 std::string timeline::impl::window(double start, double end, int px, const std::vector<int>& track_ids,
@@ -1165,7 +1262,7 @@ void timeline::impl::write_slice_ref(json_writer& w, std::uint32_t id) const {
 
 namespace kinetoscope::server {
 
-timeline::timeline(const analysis::trace_model& model) : impl_(std::make_unique<impl>(model)) {}
+timeline::timeline(const analysis::trace_model& model, use u) : impl_(std::make_unique<impl>(model, u)) {}
 timeline::timeline(const analysis::trace_model& model, timeline_columns columns)
     : impl_(std::make_unique<impl>(model, std::move(columns))) {}
 timeline::~timeline() = default;
@@ -1247,14 +1344,16 @@ std::string timeline::summary_json(double start_us, double end_us, const std::ve
 
 double timeline::t0() const noexcept { return impl_->t0; }
 
-int timeline::track_of(std::uint32_t id) const noexcept {
-  if (id >= impl_->ev_track.size() || impl_->ev_track[id] == no_index) return -1;
-  return static_cast<int>(impl_->ev_track[id]);
+int timeline::track_of(std::uint32_t id) const {
+  const impl& d = impl_->events_indexed();
+  if (id >= d.ev_track.size() || d.ev_track[id] == no_index) return -1;
+  return static_cast<int>(d.ev_track[id]);
 }
 
-int timeline::row_of(std::uint32_t id) const noexcept {
-  if (id >= impl_->ev_row.size() || impl_->ev_row[id] == no_index) return -1;
-  return static_cast<int>(impl_->ev_row[id]);
+int timeline::row_of(std::uint32_t id) const {
+  const impl& d = impl_->events_indexed();
+  if (id >= d.ev_row.size() || d.ev_row[id] == no_index) return -1;
+  return static_cast<int>(d.ev_row[id]);
 }
 
 timeline_stats timeline::stats() const noexcept {
@@ -1264,10 +1363,12 @@ timeline_stats timeline::stats() const noexcept {
   s.lanes = c.lanes.size();
   s.slices = c.lane_events.size();
   s.level_items = c.items.size();
-  s.memory_bytes = (impl_->ev_track.capacity() + impl_->ev_row.capacity() + impl_->name_count.capacity()) * 4 +
-                   c.lanes.capacity() * sizeof(timeline_lane) + c.lane_events.capacity() * 4 +
-                   c.levels.capacity() * sizeof(timeline_level) + c.items.capacity() * sizeof(timeline_item) +
-                   (c.counter_ts.capacity() + c.counter_values.capacity()) * sizeof(double) +
+  const auto held = [](const auto& v) {  // (the untouched spare of a big table: see build())
+    const std::size_t bytes = v.capacity() * sizeof(v[0]);
+    return bytes < analysis::trace_model::spare_kept_bytes ? bytes : v.size() * sizeof(v[0]);
+  };
+  s.memory_bytes = held(impl_->ev_track) + held(impl_->ev_row) + held(impl_->name_count) + held(c.lanes) +
+                   held(c.lane_events) + held(c.levels) + held(c.items) + held(c.counter_ts) + held(c.counter_values) +
                    impl_->tracks_cache.capacity() + c.meta.capacity();
   return s;
 }
@@ -1280,7 +1381,7 @@ void timeline::prepare_flows() const {
 }
 
 std::optional<std::string> timeline::event_json(std::uint32_t id, bool subtree) const {
-  const impl& d = *impl_;
+  const impl& d = impl_->events_indexed();
   const auto& model = d.model;
   if (id >= model.events.size()) return std::nullopt;
   std::call_once(d.flows_once, [&] { d.build_flow_indexes(); });
@@ -1490,7 +1591,7 @@ std::optional<std::string> timeline::event_json(std::uint32_t id, bool subtree) 
 }
 
 std::string timeline::search_json(std::string_view query, std::size_t limit) const {
-  const impl& d = *impl_;
+  const impl& d = impl_->events_indexed();
   const auto& model = d.model;
   limit = std::min<std::size_t>(limit, 1000);
   std::vector<char> match;

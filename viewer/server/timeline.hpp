@@ -149,8 +149,13 @@ struct timeline_columns {
 
 class timeline {
  public:
+  /// `serve`: for the Trace view's requests. `columns`: for columns(), t0() and tracks_json()
+  /// only (`kinetoscope index` writes them and frees the timeline): the per-event index the
+  /// event queries read (8 bytes an event, 130 MB on a 10 GB trace) is dropped once the lanes
+  /// are laid out, and made again from the columns if a query comes after all.
+  enum class use { serve, columns };
   /// Indexes `model` (which must outlive this object). O(n log n) in the events.
-  explicit timeline(const analysis::trace_model& model);
+  explicit timeline(const analysis::trace_model& model, use u = use::serve);
   /// The timeline of `model` from the columns a timeline of that model wrote (`columns()`), in
   /// linear time. Throws std::invalid_argument when they do not fit the model (see "Persisted
   /// form").
@@ -190,9 +195,9 @@ class timeline {
   /// The smallest event ts (absolute µs); times of the JSON answers are relative to it.
   double t0() const noexcept;
   /// Track id of event `id`, or -1 ([memory] instants, ids out of range).
-  int track_of(std::uint32_t id) const noexcept;
+  int track_of(std::uint32_t id) const;
   /// Row of event `id` inside its track, or -1.
-  int row_of(std::uint32_t id) const noexcept;
+  int row_of(std::uint32_t id) const;
   /// Sizes of the index.
   timeline_stats stats() const noexcept;
   /// The persisted form (see "Persisted form"): what the constructor from columns takes back.
