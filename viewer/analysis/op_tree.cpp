@@ -284,12 +284,8 @@ void builder::pass1() {
         n.event = i;
         n.start = e.ts;
         n.end = e.ts + e.dur;
-        n.pid = e.pid;
         n.tid = e.tid;
-        n.external_id = e.external_id;
-        if (n.kind == node_kind::module) {
-          n.external_id = 0;  // the plugin drops module nodes' external id
-        } else if (n.kind == node_kind::pl_profile) {
+        if (n.kind == node_kind::pl_profile) {
           n.name = name.substr(pl_profile_prefix.size());
           n.name_id = no_index;
         } else if (n.kind == node_kind::pl_module) {
@@ -359,8 +355,11 @@ void builder::attach_by_external_id() {
   for (const auto& list : host_lists_) {
     for (std::uint32_t n : list.nodes) {
       op_node& node = t_.nodes[n];
-      if (node.external_id == 0) continue;  // absent id (quirk Q21: normalised, never matches)
-      const std::uint32_t* group = external_groups_.find(node.external_id);
+      // (The plugin drops module nodes' external id; nodes without an event have none.)
+      const std::int64_t external_id =
+          node.event == no_index || node.kind == node_kind::module ? 0 : m_.events[node.event].external_id;
+      if (external_id == 0) continue;  // absent id (quirk Q21: normalised, never matches)
+      const std::uint32_t* group = external_groups_.find(external_id);
       if (group == nullptr || group_taken_[*group] != 0) continue;
       group_taken_[*group] = 1;
       std::vector<std::uint32_t> taken;
@@ -643,7 +642,6 @@ void builder::build_backward_module(std::uint32_t node, std::uint32_t parent,
     b.start = t_.nodes[node].start;
     b.end = t_.nodes[node].end;
     b.tid = t_.nodes[node].tid;
-    b.pid = t_.nodes[node].pid;
     b.host_total = b.end - b.start;  // without children it keeps the module's interval
     std::uint32_t idx = new_node(std::move(b));
     if (parent == no_index) {

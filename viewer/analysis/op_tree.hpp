@@ -256,14 +256,15 @@ struct runtime_node {
 
 /// A host node (or a thread root / backward node). One per host event, so its size is most of
 /// the tree's bytes on traces of many small events: fields are ordered widest first (no
-/// padding) and the two lists are index_lists, 160 bytes in all (208 with std::vectors).
+/// padding) and the two lists are index_lists, 120 bytes in all (168 with std::vectors).
 struct op_node {
   std::string_view name;             ///< PL prefixes removed; `CallTreeRoot`; `<module>.backward`
   double start = 0;
   double end = 0;
-  std::int64_t pid = 0;
+  /// The event's tid; a root's: its thread's; a backward node's: its first child's (else its
+  /// module's). (The pid and external id are the event's: read them there; the plugin drops a
+  /// module node's external id.)
   std::int64_t tid = 0;
-  std::int64_t external_id = 0;      ///< 0 for module/root/backward nodes
 
   // Statistics (plugin-rules.md#operator-tree); durations in µs, Python-float arithmetic in the
   // plugin's order. Root: host_total/host_self describe its final span [first child start, last
