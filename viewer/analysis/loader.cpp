@@ -371,8 +371,12 @@ void reader::finish_event() {
       case event_type::user_annotation:
       case event_type::python:
       {
-        const op_args a{p.input_dims != 0 ? p.input_dims : p.input_dims_lower, p.input_types, p.call_stack, p.seq,
-                        p.fwd_tid, p.has_coll ? add_collective() : no_index};
+        const op_args a{.input_dims = p.input_dims != 0 ? p.input_dims : p.input_dims_lower,
+                        .input_types = p.input_types,
+                        .call_stack = p.call_stack,
+                        .collective = p.has_coll ? add_collective() : no_index,
+                        .sequence_nr = p.seq,
+                        .fwd_thread_id = p.fwd_tid};
         // Most small events carry none of these args: they share "no entry" (extra = no_index,
         // read as the defaults) instead of 32 bytes each.
         if (a.input_dims == 0 && a.input_types == 0 && a.call_stack == 0 && a.sequence_nr == -1 &&
