@@ -317,3 +317,32 @@ TEST_CASE("split parse: events of equal ts across the parts keep the file's orde
   CHECK(one.events.back().ts == 100);
   CHECK(one.events.back().external_id == 5992);  // the last with ts 100: i = 5991 (5991 / 7 % 5 == 0)
 }
+
+TEST_CASE("split parse: a damaged tail fails the main reader, not the part: the same answer as one reader") {
+  // The part reader (the middle) parses and waits for the main reader to take its rows; the
+  // main reader fails on the damaged tail. It must release the part (this once hung the load)
+  // and the text be read by one reader, with one reader's answer.
+  const std::string text = mixed_trace(3000, 0, false);
+  const std::size_t last_event = text.rfind("{\"ph\"");
+  REQUIRE(last_event != std::string::npos);
+  REQUIRE(last_event > text.size() * 15 / 16);
+  const std::string truncated = text.substr(0, last_event + 20);  // cut inside the last event
+  const std::string broken = [&] {
+    std::string b = text;
+    b.insert(last_event + 1, "\"ph\": ,");  // a syntax error in the last event
+    return b;
+  }();
+  for (const std::string* t : {&truncated, &broken}) {
+    const std::uint64_t splits = split_loads.load();
+    load_result one = load_trace_buffer(*t, "tail.json", {.window_bytes = 700, .split_min_bytes = 0});
+    load_result two = load_trace_buffer(*t, "tail.json", {.window_bytes = 700, .split_min_bytes = 1});
+    CHECK(split_loads.load() == splits);  // (the split was tried and given up)
+    REQUIRE(one.ok() == two.ok());
+    if (!one.ok()) {
+      CHECK(two.error->message() == one.error->message());
+    } else {
+      require_identical(*one.model, *two.model);
+    }
+  }
+  CHECK_FALSE(load_trace_buffer(truncated, "tail.json", {.window_bytes = 700, .split_min_bytes = 1}).ok());
+}

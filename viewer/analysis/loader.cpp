@@ -1345,9 +1345,15 @@ static std::optional<load_result> load_split(int fd, const char* mem, std::size_
   part.cancel_on(&cancel);
   bool part_ok = false;
   // The main reader's run as the part's thread sees it: 0 running, 1 done (`main_reader` set),
-  // 2 failed or left.
+  // 2 failed or left. The part's thread waits for it to leave 0, so every way out of the main
+  // run sets it (a failed run below, anything else through `guard`).
   std::atomic<int> main_run{0};
   reader* main_reader = nullptr;
+  const auto main_run_ended = [&main_run](int how) {
+    int running = 0;
+    main_run.compare_exchange_strong(running, how);
+    main_run.notify_all();
+  };
   std::jthread helper([&] {
     try {
       const bool parsed = part.run_part(window);
@@ -1367,14 +1373,12 @@ static std::optional<load_result> load_split(int fd, const char* mem, std::size_
   // main reader) before `helper` joins it.
   struct cancel_on_exit {
     std::atomic<bool>& flag;
-    std::atomic<int>& run;
+    const decltype(main_run_ended)& ended;
     ~cancel_on_exit() {
       flag.store(true);
-      int running = 0;
-      run.compare_exchange_strong(running, 2);
-      run.notify_all();
+      ended(2);
     }
-  } guard{cancel, main_run};
+  } guard{cancel, main_run_ended};
   text_stream stream(std::make_unique<ranges_source>(fd, mem, std::vector<range>{{0, m}, {x, size}}), chunk, gap,
                      options.progress_bytes);
   reader r(model, stream);
@@ -1386,14 +1390,16 @@ static std::optional<load_result> load_split(int fd, const char* mem, std::size_
     ok = r.run_streamed(window) && r.split_done();
     if (ok) {
       main_reader = &r;
-      main_run.store(1);
-      main_run.notify_all();
+      main_run_ended(1);
       r.sort_split_runs();  // (while the part reader's thread sorts its own, then splices)
     }
   } catch (const std::exception&) {
     ok = false;
   }
-  if (!ok) cancel.store(true);
+  if (!ok) {
+    cancel.store(true);
+    main_run_ended(2);  // (a part that parsed waits for this before it splices)
+  }
   stream.close();
   helper.join();
   if (!ok || !part_ok) return std::nullopt;
