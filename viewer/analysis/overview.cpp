@@ -437,7 +437,6 @@ void merge_with_value_each(const Samples& src, Emit emit) {
   for (const endpoint& ep : eps) visit(ep.time, ep.type == 0, ep.value);
 }
 
-
 /// Kernel events read as samples: [ts, end) and one of their args.
 struct kernel_samples {
   const trace_model* model = nullptr;
