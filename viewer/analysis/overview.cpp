@@ -751,7 +751,10 @@ std::vector<counter_point> counters(const trace_model& model, sm_efficiency_sink
   std::vector<counter_point> out;
   const auto gpus = collect_gpu_kernels(model, /*occupancy=*/false);
   if (gpus.empty()) return out;
-  const auto [g0, g1] = timeline_range(model);
+  // (Plain variables, not a structured binding: the lambdas below use g0, and clang before 16
+  // cannot capture a binding.)
+  const std::pair<double, double> range_ends = timeline_range(model);
+  const double g0 = range_ends.first, g1 = range_ends.second;
   const double range = g1 - g0;
   // Bucket size: smallest power of ten (µs) giving at most 100 buckets.
   double bucket = 1;
