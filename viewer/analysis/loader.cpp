@@ -944,21 +944,24 @@ static void merge_sorted_runs(std::vector<event>& all, std::size_t a, const std:
   // (A's remaining events are already where they belong: out == ia.)
 }
 
+/// Moves the rows of `from` into `into` before row `at`, frees `from`; the number moved.
+template <class Row>
+static std::size_t splice_rows(std::vector<Row>& into, std::size_t at, std::vector<Row>& from) {
+  into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
+  const std::size_t n = from.size();
+  from = {};
+  return n;
+}
+
 void reader::splice_part_rows(reader& part) {
   if (rows_spliced_) return;
   trace_model& m = m_;
   trace_model& b = part.m_;
   const snapshot& k = mark_.at;
-  const auto splice = [](auto& into, std::size_t at, auto& from) {
-    into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
-    const std::size_t n = from.size();
-    from = {};
-    return n;
-  };
-  part_ops_ = splice(m.ops, k.ops, b.ops);
-  part_kernels_ = splice(m.kernels, k.kernels, b.kernels);
-  part_memory_ = splice(m.memory, k.memory, b.memory);
-  part_python_ = splice(m.python, k.python, b.python);
+  part_ops_ = splice_rows(m.ops, k.ops, b.ops);
+  part_kernels_ = splice_rows(m.kernels, k.kernels, b.kernels);
+  part_memory_ = splice_rows(m.memory, k.memory, b.memory);
+  part_python_ = splice_rows(m.python, k.python, b.python);
   rows_spliced_ = true;
 }
 
@@ -1044,15 +1047,11 @@ void reader::absorb_part(reader& part) {
   fix_flows(m.fwdbwd, flow_strs_, k.flow_strs, c_id);
   fix_flows(b.fwdbwd, part.flow_strs_, 0, b_id);
   // B's rows go between A's and C's (file order); the events: the three sorted runs merged.
-  const auto splice = [](auto& into, std::size_t at, auto& from) {
-    into.insert(into.begin() + static_cast<std::ptrdiff_t>(at), from.begin(), from.end());
-    from = {};
-  };
   merge_sorted_runs(m.events, k.events, b.events);
   b.events = {};
-  splice(m.collectives, k.collectives, b.collectives);
-  splice(m.fwdbwd, k.fwdbwd, b.fwdbwd);
-  splice(m.track_metas, k.metas, b.track_metas);
+  splice_rows(m.collectives, k.collectives, b.collectives);
+  splice_rows(m.fwdbwd, k.fwdbwd, b.fwdbwd);
+  splice_rows(m.track_metas, k.metas, b.track_metas);
   flow_strs_.clear();  // (used only here)
   // Diagnostics: counts add up; the first messages are A's, B's, C's, with event numbers of
   // the whole file.

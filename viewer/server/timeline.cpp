@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <tuple>
@@ -20,6 +21,7 @@
 
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
+#include "analysis/sorting.hpp"
 #include "kinetoscope/formats/json_text.hpp"
 #include "nlohmann/json.hpp"
 
@@ -771,13 +773,19 @@ std::vector<analysis::counter_point> timeline::impl::build_counters() {
     const auto& a = model.memory[e.extra];
     return a.device_type == 0 || a.device_type == 1 ? &a : nullptr;
   };
+  // The point an instant gives the allocated or the reserved series (reserved: CUDA only).
+  const auto memory_value = [](const analysis::memory_args& a, bool reserved) -> std::optional<double> {
+    const double v = reserved ? a.total_reserved : a.total_allocated;
+    if (!std::isfinite(v) || (reserved && a.device_type != 1)) return std::nullopt;
+    return v;
+  };
   std::map<device_key, std::pair<std::size_t, std::size_t>> mem;
   for (const auto& e : model.events) {
     const auto* a = memory_arg(e);
     if (a == nullptr) continue;
     auto& slot = mem[memory_key(*a)];
-    if (std::isfinite(a->total_allocated)) ++slot.first;
-    if (std::isfinite(a->total_reserved) && a->device_type == 1) ++slot.second;
+    if (memory_value(*a, false)) ++slot.first;
+    if (memory_value(*a, true)) ++slot.second;
   }
   std::size_t memory_points = 0;
   for (const auto& [dev, n] : mem) memory_points += n.first + n.second;
@@ -786,8 +794,7 @@ std::vector<analysis::counter_point> timeline::impl::build_counters() {
     const std::size_t end = cols.counter_ts.size();
     const auto ts = cols.counter_ts.begin() + static_cast<std::ptrdiff_t>(begin);
     const auto te = cols.counter_ts.begin() + static_cast<std::ptrdiff_t>(end);
-    // (A NaN time: sorted as before, see stable_sort_by_key_if_needed.)
-    if (std::any_of(ts, te, [](double t) { return std::isnan(t); }) || !std::is_sorted(ts, te)) {
+    if (!analysis::in_key_order(ts, te, [](double t) { return t; })) {
       std::vector<std::pair<double, double>> pts;
       pts.reserve(end - begin);
       for (std::size_t i = begin; i < end; ++i) pts.emplace_back(cols.counter_ts[i], cols.counter_values[i]);
@@ -838,10 +845,8 @@ std::vector<analysis::counter_point> timeline::impl::build_counters() {
   } sm(*this, memory_points, add);
   std::vector<analysis::counter_point> utilization = analysis::gpu_utilization_counters(model, sm);
   sm.finish();
-  if (cols.counter_ts.capacity() < cols.counter_ts.size() + memory_points) {  // (no SM points: no reserve call)
-    cols.counter_ts.reserve(cols.counter_ts.size() + memory_points);
-    cols.counter_values.reserve(cols.counter_values.size() + memory_points);
-  }
+  cols.counter_ts.reserve(cols.counter_ts.size() + memory_points);  // (done when there were no SM points)
+  cols.counter_values.reserve(cols.counter_values.size() + memory_points);
   for (const auto& [dev, n] : mem) {
     const std::string device = dev.first == 0 ? std::string("CPU") : "GPU " + std::to_string(dev.second);
     for (const bool reserved : {false, true}) {
@@ -850,10 +855,10 @@ std::vector<analysis::counter_point> timeline::impl::build_counters() {
       for (const auto& e : model.events) {
         const auto* a = memory_arg(e);
         if (a == nullptr || memory_key(*a) != dev) continue;
-        const double v = reserved ? a->total_reserved : a->total_allocated;
-        if (!std::isfinite(v) || (reserved && a->device_type != 1)) continue;
+        const std::optional<double> v = memory_value(*a, reserved);
+        if (!v) continue;
         cols.counter_ts.push_back(e.ts - t0);
-        cols.counter_values.push_back(v);
+        cols.counter_values.push_back(*v);
       }
       add(device + (reserved ? " Memory Reserved" : " Memory Allocated"), "bytes", begin);
     }

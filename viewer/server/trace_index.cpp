@@ -338,8 +338,7 @@ void index_writer::output::write(const char* data, std::uint64_t bytes) {
     if (fill_ == direct_buffer_bytes) drain(fill_);
   }
   if (bytes == 0) return;
-  if (fill_ > 0) drain_ordinary();  // (not reached: drain() wrote all it had before giving up)
-  stop_direct();
+  stop_direct();  // (direct writes refused: drain() wrote all it had staged, the rest goes ordinary)
   write_all_at(fd_, data, bytes, at_, path_);
   at_ += bytes;
 }
