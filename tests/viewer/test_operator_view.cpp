@@ -10,6 +10,7 @@
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
+#include "analysis/report.hpp"
 #include "kinetoscope/kinetoscope.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "op_tree_golden.hpp"
@@ -233,4 +234,54 @@ TEST_CASE("operator_view: call stacks of a trace recorded by kinetoscope with_st
   REQUIRE(b != stacks.end());
   CHECK(a->calls == 2);
   CHECK(b->calls == 1);
+}
+
+TEST_CASE("operator_view: a table and its pies from one aggregation equal the two computed apart") {
+  // compute_report fills the Operator view's tables and pies from one grouping each
+  // (operator_table_by_name...): the same rows and the same pies as the separate calls, value
+  // for value, on every golden trace.
+  using namespace kinetoscope::analysis::testing;
+  const auto same_rows = [](const std::vector<operator_row>& a, const std::vector<operator_row>& b) {
+    REQUIRE(a.size() == b.size());
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      CAPTURE(i);
+      CHECK(a[i].name == b[i].name);
+      CHECK(a[i].input_shape == b[i].input_shape);
+      CHECK(a[i].calls == b[i].calls);
+      CHECK(a[i].host_self_us == b[i].host_self_us);
+      CHECK(a[i].host_total_us == b[i].host_total_us);
+      CHECK(a[i].device_self_us == b[i].device_self_us);
+      CHECK(a[i].device_total_us == b[i].device_total_us);
+      CHECK(a[i].tc_self_pct == b[i].tc_self_pct);
+      CHECK(a[i].call_stacks == b[i].call_stacks);
+    }
+  };
+  const auto same_pies = [](const operator_pies& a, const operator_pies& b) {
+    CHECK(a.device_total == b.device_total);
+    CHECK(a.device_self == b.device_self);
+    CHECK(a.host_total == b.host_total);
+    CHECK(a.host_self == b.host_self);
+  };
+  std::size_t with_pies = 0;
+  for (const auto& c : golden_cases()) {
+    CAPTURE(c.file);
+    auto loaded = load_trace(c.trace.string());
+    REQUIRE(loaded.ok());
+    const trace_model& m = *loaded.model;
+    const auto trees = build_op_tree(m);
+    const bool dc = operator_view_has_device_columns(m, trees);
+    const operator_table by_name = operator_table_by_name(m, trees, dc);
+    const operator_table by_shape = operator_table_by_name_and_input_shape(m, trees, dc);
+    same_rows(by_name.rows, operators_by_name(m, trees, dc));
+    same_rows(by_shape.rows, operators_by_name_and_input_shape(m, trees, dc));
+    same_pies(by_name.pies, operator_pies_by_name(m, trees));
+    same_pies(by_shape.pies, operator_pies_by_name_and_input_shape(m, trees));
+    const full_report r = compute_report(m, trees);
+    same_rows(r.operators_by_name, by_name.rows);
+    same_rows(r.operators_by_shape, by_shape.rows);
+    same_pies(r.pies_by_name, by_name.pies);
+    same_pies(r.pies_by_shape, by_shape.pies);
+    if (!by_name.pies.host_self.empty() && !by_shape.pies.host_total.empty()) ++with_pies;
+  }
+  CHECK(with_pies >= 8);
 }

@@ -418,4 +418,24 @@ operator_pies operator_pies_by_name_and_input_shape(const trace_model& model, co
   return pies_of(aggregate(model, trees, grouping::name_shape));
 }
 
+namespace {
+
+operator_table table_and_pies(std::vector<operator_group> groups, bool device_columns) {
+  operator_table t;
+  t.pies = pies_of(groups);  // (before the rows take the groups' names)
+  t.rows = to_rows(std::move(groups), device_columns);
+  return t;
+}
+
+}  // namespace
+
+operator_table operator_table_by_name(const trace_model& model, const op_trees& trees, bool device_columns) {
+  return table_and_pies(aggregate(model, trees, grouping::name), device_columns);
+}
+
+operator_table operator_table_by_name_and_input_shape(const trace_model& model, const op_trees& trees,
+                                                      bool device_columns) {
+  return table_and_pies(aggregate(model, trees, grouping::name_shape), device_columns);
+}
+
 }  // namespace kinetoscope::analysis

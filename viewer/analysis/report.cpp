@@ -18,10 +18,18 @@ full_report compute_report(const trace_model& model, const op_trees& trees, cons
       r.overview = compute_overview(model, trees, options.overview);
       r.recommendations = compute_recommendations(model, trees, r.overview, options.recommendations);
     }
-    if (options.with_operators) r.operators_by_shape = operators_by_name_and_input_shape(model, trees, r.device_columns);
+    if (options.with_operators) {
+      operator_table t = operator_table_by_name_and_input_shape(model, trees, r.device_columns);
+      r.operators_by_shape = std::move(t.rows);
+      r.pies_by_shape = std::move(t.pies);
+    }
   };
   auto second_half = [&] {
-    if (options.with_operators) r.operators_by_name = operators_by_name(model, trees, r.device_columns);
+    if (options.with_operators) {
+      operator_table t = operator_table_by_name(model, trees, r.device_columns);
+      r.operators_by_name = std::move(t.rows);
+      r.pies_by_name = std::move(t.pies);
+    }
     if (options.with_kernels) {
       r.kernels_by_name = kernels_by_name(model, trees);
       r.kernels_by_operator = kernels_by_name_and_operator(model, trees);

@@ -25,7 +25,7 @@ struct report_options {
   overview_options overview;
   recommendation_options recommendations;
   bool with_overview = true;      ///< overview + recommendations
-  bool with_operators = true;     ///< operators_by_name + operators_by_shape
+  bool with_operators = true;     ///< operators_by_name + operators_by_shape, and their pies
   bool with_kernels = true;       ///< kernels_by_name + kernels_by_operator
   bool with_memory = true;
   bool with_modules = true;
@@ -41,6 +41,8 @@ struct full_report {
   overview_result overview;
   std::vector<recommendation> recommendations;
   std::vector<operator_row> operators_by_name, operators_by_shape;
+  /// The Operator view's pies of the same groups (operator_pies_by_name, ..._and_input_shape).
+  operator_pies pies_by_name, pies_by_shape;
   std::vector<kernel_row> kernels_by_name;
   std::vector<kernel_op_row> kernels_by_operator;
   memory_result memory;

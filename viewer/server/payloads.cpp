@@ -277,7 +277,7 @@ ojson overview(const profile& p, std::size_t workers) {
 }
 
 ojson operation_pies(const profile& p, bool by_shape) {
-  const an::operator_pies& pies = by_shape ? p.pies_by_shape : p.pies;
+  const an::operator_pies& pies = by_shape ? p.report.pies_by_shape : p.report.pies_by_name;
   ojson j;
   j["device_total_time"] = pie_json("Device Total Time (us)", pies.device_total);
   j["device_self_time"] = pie_json("Device Self Time (us)", pies.device_self);

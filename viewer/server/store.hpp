@@ -137,8 +137,6 @@ struct profile {
   analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
   /// The Memory view's range-independent part: ranged /api/memory(_events) requests.
   analysis::memory_index memory_index;
-  analysis::operator_pies pies;  ///< the Operator view's four pies (grouped by name)
-  analysis::operator_pies pies_by_shape;  ///< the same grouped by name and input shape
   double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model)
   double eligible_op_kernel_ratio = 0;
   bool kernel_view = false;      ///< analysis::kernel_view_present()
