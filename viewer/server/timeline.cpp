@@ -497,11 +497,10 @@ void timeline::impl::layout_track(std::uint32_t t, std::vector<std::uint32_t>& i
   };
   // The ids come in event order, which is ts order (the loader sorts the events): only the runs
   // of equal ts need sorting, not the whole track (a full sort of every track was a fifth of
-  // the timeline's time on a 10 GB trace). A track out of ts order is sorted whole; by_start is
-  // a total order, so both give the same sequence.
-  const bool in_ts_order =
-      std::is_sorted(ids.begin(), ids.end(), [&](std::uint32_t a, std::uint32_t b) { return evs[a].ts < evs[b].ts; });
-  if (!in_ts_order) {
+  // the timeline's time on a 10 GB trace). A track out of ts order, or with a NaN ts (as the
+  // other sorts, see in_key_order), is sorted whole; by_start is a total order on finite
+  // times, so both give the same sequence.
+  if (!analysis::in_key_order(ids.begin(), ids.end(), [&](std::uint32_t i) { return evs[i].ts; })) {
     std::sort(ids.begin(), ids.end(), by_start);
   } else {
     for (std::size_t i = 0; i < ids.size();) {
