@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs what kinetoscope needs, when missing (run as root on Debian 12):
-#   install-deps.sh          what the build needs: Debian packages only (the web app is built
-#                            from the committed web/dist, so no node and no npm)
+#   install-deps.sh          what the build needs: Debian packages, and the project's venv .venv
+#                            with NVIDIA's CUDA 13.0 wheels (requirements/cuda.txt: cupti.h,
+#                            cuda.h, libcupti, libcudart, nvcc), linked as .venv/cuda, the
+#                            prefix meson finds by itself (the web app is built from the
+#                            committed web/dist, so no node and no npm)
 #   install-deps.sh --tests  also what the tests need: doctest, cmake (install consumers),
 #                            chromium, node and the web app's npm
 #                            packages (npm ci in web/, exact lock: rebuilding web/dist, browser test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-packages=(meson ninja-build g++ pkg-config zlib1g-dev nlohmann-json3-dev libsimdjson-dev
+packages=(meson ninja-build g++ pkg-config python3-venv zlib1g-dev nlohmann-json3-dev libsimdjson-dev
           protobuf-compiler libprotobuf-dev libboost1.81-dev libunwind-dev libdw-dev)
 tests=false
 if [ "${1:-}" = "--tests" ]; then
@@ -27,6 +30,28 @@ if ((${#missing[@]})); then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The project's venv: every Python package, pinned, and never the system Python's site-packages.
+# Reinstalled only when a requirements file changed (the stamp holds the ones last installed).
+venv=.venv
+requirements=(requirements/cuda.txt)
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+stamp=$venv/.kinetoscope-requirements
+if ! cat "${requirements[@]}" | cmp -s - "$stamp" 2>/dev/null; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    $(printf -- '-r %s ' "${requirements[@]}")
+  cat "${requirements[@]}" > "$stamp"
+fi
+# .venv/cuda: the CUDA prefix (include/, lib/, bin/nvcc) under a name without Python's version.
+# Relative, so that the checkout can move.
+cuda=$("$venv/bin/python" -c 'import os, sys, nvidia
+print(os.path.relpath(os.path.join(list(nvidia.__path__)[0], "cu13"), sys.prefix))')
+ln -sfn "$cuda" "$venv/cuda"
+for f in include/cupti.h include/cuda.h lib/libcupti.so.13 lib/libcudart.so.13 bin/nvcc; do
+  [ -e "$venv/cuda/$f" ] || { echo "install-deps.sh: $venv/cuda/$f is missing after pip install" >&2; exit 1; }
+done
+
 if $tests; then
   # The web app's bundler, chart library and browser driver, exactly as package-lock.json pins them.
   stamp=web/node_modules/.kinetoscope-lock
