@@ -11,9 +11,14 @@
 // timings, go to <logdir>/truth.json.
 //
 // Usage: cuda_stress [LOGDIR] [--steps N] [--launches N] [--no-profile] [--launch-bench N]
+//                    [--correlation callback|external]
 //   --no-profile      the same workload without a profile (the overhead baseline); no traces
 //   --launch-bench N  instead of the workload: host cost of N kernel launches with the
 //                     profile off, with the cuda activity recording, and with a record_op each
+//   --correlation external  (with --launch-bench) the A/B of how GPU work is tied to ops: no
+//                     CUPTI API callback (KINETOSCOPE_CUPTI_CALLBACKS=off) and, around each
+//                     launch of the record_op pass, a push/pop of CUPTI's external correlation
+//                     id, as Kineto does; "callback" (default) is kinetoscope's own way
 // Exit status: 0 done, 1 a CUDA call failed, 2 no usable GPU (printed why), 64 bad arguments.
 #include <atomic>
 #include <barrier>
@@ -29,6 +34,9 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <cupti.h>
+#include <dlfcn.h>
 
 #include <kinetoscope/kinetoscope.hpp>
 #include <kinetoscope/writer/trace_handler.hpp>
@@ -54,11 +62,13 @@ struct options {
   int launches = 1000;
   bool profile = true;
   int launch_bench = 0;
+  bool external_correlation = false;
 };
 
 [[noreturn]] void usage(int status) {
   std::fprintf(status == 0 ? stdout : stderr,
-               "usage: cuda_stress [LOGDIR] [--steps N] [--launches N] [--no-profile] [--launch-bench N]\n");
+               "usage: cuda_stress [LOGDIR] [--steps N] [--launches N] [--no-profile] [--launch-bench N]"
+               " [--correlation callback|external]\n");
   std::exit(status);
 }
 
@@ -81,6 +91,11 @@ options parse(int argc, char** argv) {
     else if (a == "--launches") o.launches = positive(value());
     else if (a == "--no-profile") o.profile = false;
     else if (a == "--launch-bench") o.launch_bench = positive(value());
+    else if (a == "--correlation") {
+      const std::string v = value();
+      if (v != "callback" && v != "external") usage(64);
+      o.external_correlation = v == "external";
+    }
     else if (a == "--help" || a == "-h") usage(0);
     else if (!a.empty() && a[0] != '-') o.logdir = a;
     else usage(64);
@@ -215,16 +230,50 @@ double ms_since(clock_type::time_point t0) {
   return std::chrono::duration<double, std::milli>(clock_type::now() - t0).count();
 }
 
+/// CUPTI's external correlation, taken from the libcupti the backend loaded (the A/B of
+/// --correlation external): a push/pop pair around each launch ties it to an id, as Kineto does.
+struct external_correlation {
+  decltype(&::cuptiActivityPushExternalCorrelationId) push = nullptr;
+  decltype(&::cuptiActivityPopExternalCorrelationId) pop = nullptr;
+  decltype(&::cuptiActivityEnable) enable = nullptr;
+  decltype(&::cuptiActivityDisable) disable = nullptr;
+  bool load(std::string& error) {
+    void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) {
+      error = "libcupti.so.13 is not loaded (the cuda activity is not recording)";
+      return false;
+    }
+    push = reinterpret_cast<decltype(push)>(dlsym(lib, "cuptiActivityPushExternalCorrelationId"));
+    pop = reinterpret_cast<decltype(pop)>(dlsym(lib, "cuptiActivityPopExternalCorrelationId"));
+    enable = reinterpret_cast<decltype(enable)>(dlsym(lib, "cuptiActivityEnable"));
+    disable = reinterpret_cast<decltype(disable)>(dlsym(lib, "cuptiActivityDisable"));
+    if (push == nullptr || pop == nullptr || enable == nullptr || disable == nullptr) {
+      error = "libcupti.so.13 lacks the external correlation calls";
+      return false;
+    }
+    return true;
+  }
+};
+
 /// Host cost of `n` launches of stress_tiny, synchronising between batches outside the clock
 /// so the launch queue never fills (a full queue would time the GPU, not the launch).
-double launch_ns(cuda_stress::stream_work& gpu, int n, bool with_op, std::string& error) {
+double launch_ns(cuda_stress::stream_work& gpu, int n, bool with_op, std::string& error,
+                 const external_correlation* ext = nullptr) {
   constexpr int batch = 256;
   double total_ns = 0;
+  std::uint64_t id = 0;
   for (int done = 0; done < n;) {
     const int k = std::min(batch, n - done);
     const auto t0 = clock_type::now();
     for (int i = 0; i < k; ++i) {
-      if (with_op) {
+      if (with_op && ext != nullptr) {
+        record_op op("aten::zero_");
+        ext->push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, ++id);
+        const bool ok = gpu.tiny(error);
+        std::uint64_t last = 0;
+        ext->pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
+        if (!ok) return -1;
+      } else if (with_op) {
         record_op op("aten::zero_");
         if (!gpu.tiny(error)) return -1;
       } else if (!gpu.tiny(error)) {
@@ -238,8 +287,9 @@ double launch_ns(cuda_stress::stream_work& gpu, int n, bool with_op, std::string
   return total_ns / n;
 }
 
-int launch_bench(int n) {
+int launch_bench(int n, bool external) {
   std::string error;
+  if (external) setenv("KINETOSCOPE_CUPTI_CALLBACKS", "off", 1);
   cuda_stress::stream_work gpu(elements, error);
   if (!error.empty()) {
     std::cerr << "cuda_stress: " << error << '\n';
@@ -252,8 +302,14 @@ int launch_bench(int n) {
   const double off = launch_ns(gpu, n, false, error);
   kinetoscope::profile prof({.activities = {kinetoscope::activity::cpu, kinetoscope::activity::cuda}});
   prof.start();
+  external_correlation ext;
+  if (external && (!ext.load(error) || ext.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) != CUPTI_SUCCESS)) {
+    std::cerr << "cuda_stress: " << (error.empty() ? "cuptiActivityEnable(EXTERNAL_CORRELATION) failed" : error) << '\n';
+    return 1;
+  }
   const double on = launch_ns(gpu, n, false, error);
-  const double on_op = launch_ns(gpu, n, true, error);
+  const double on_op = launch_ns(gpu, n, true, error, external ? &ext : nullptr);
+  if (external) ext.disable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION);
   prof.stop();
   if (off < 0 || on < 0 || on_op < 0) {
     std::cerr << "cuda_stress: " << error << '\n';
@@ -262,9 +318,10 @@ int launch_bench(int n) {
   const auto& gpu_records = prof.last_trace().gpu;
   const auto kernels = std::count_if(gpu_records.begin(), gpu_records.end(),
                                      [](const kinetoscope::gpu_activity& g) { return g.kind == kinetoscope::gpu_kind::kernel; });
-  std::printf("launch cost over %d launches: profile off %.0f ns, cuda activity on %.0f ns (+%.0f ns), "
+  std::printf("launch cost over %d launches (%s): profile off %.0f ns, cuda activity on %.0f ns (+%.0f ns), "
               "with a record_op each %.0f ns (+%.0f ns); %ld of %d kernels recorded\n",
-              n, off, on, on - off, on_op, on_op - off, static_cast<long>(kernels), 2 * n);
+              n, external ? "external correlation, no API callback" : "API callback", off, on, on - off, on_op,
+              on_op - off, static_cast<long>(kernels), 2 * n);
   return 0;
 }
 
@@ -280,7 +337,7 @@ int main(int argc, char** argv) {
   }
   std::string blas_why;
   const bool blas = cuda_stress::load_cublas(blas_why);
-  if (opt.launch_bench > 0) return launch_bench(opt.launch_bench);
+  if (opt.launch_bench > 0) return launch_bench(opt.launch_bench, opt.external_correlation);
 
   const kinetoscope::schedule_fn sched = kinetoscope::schedule({.wait = 1, .warmup = 1, .active = 2, .repeat = 3});
   double trace_ready_ms = 0;  // time spent writing traces (inside step())

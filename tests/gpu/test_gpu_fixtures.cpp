@@ -368,3 +368,84 @@ TEST_CASE("GPU fixtures: the timeline links kernels launched through the driver 
   }
   CHECK(driver_kernels == 6);  // the trace's six cuLaunchKernel calls
 }
+
+namespace {
+
+/// Kernel launches and their summed duration, read straight from the trace's events.
+std::pair<int, double> kernel_totals(const json& trace) {
+  int n = 0;
+  double us = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "kernel") continue;
+    ++n;
+    us += e["dur"].get<double>();
+  }
+  return {n, us};
+}
+
+bool has_kernel_like(const json& doc, const std::string& part) {
+  for (const json& k : doc["kernels"]["by_name"])
+    if (k["name"].get<std::string>().find(part) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+// The modern workloads of scripts/gpu/torch_modern.py (gpu-check part d): every kernel of the
+// trace reaches the kernel table, the kernels that mark each workload are there, and with
+// --improved every microsecond of GPU work belongs to an operator.
+TEST_CASE("GPU fixtures: PyTorch 2.11 bf16 + FP8 + FlashAttention, torch.compile and NCCL on an H200") {
+  struct fixture {
+    const char* run;
+    std::vector<std::string> kernels;  // name parts that must be in the kernel table
+    std::vector<std::string> ops;      // operators that must be in the operator table
+    std::vector<std::string> comms;    // the distributed view's communication operators
+  };
+  const fixture fixtures[] = {
+      // cuBLASLt's FP8 GEMM (nvjet_sm90_qq...: e4m3 operands), FlashAttention forward/backward.
+      {"transformer_bf16_fp8", {"nvjet_sm90_qq", "pytorch_flash::flash_fwd_kernel", "flash_bwd"},
+       {"aten::_scaled_mm", "aten::_flash_attention_forward", "aten::_flash_attention_backward"}, {}},
+      // Inductor's Triton kernels, launched through cuLaunchKernel (cuda_driver).
+      {"compiled", {"triton_"}, {}, {}},
+      // One-rank NCCL: c10d operators, and the collectives' "nccl:*" ranges in the
+      // distributed view's communication table.
+      {"nccl_1rank", {}, {"c10d::allreduce_", "c10d::_allgather_base_", "c10d::_reduce_scatter_base_",
+                          "c10d::alltoall_base_", "c10d::broadcast_", "c10d::allreduce_coalesced_"},
+       {"nccl:all_reduce", "nccl:_all_gather_base", "nccl:_reduce_scatter_base", "nccl:all_to_all",
+        "nccl:broadcast", "nccl:allreduce_coalesced"}},
+  };
+  for (const fixture& f : fixtures) {
+    CAPTURE(f.run);
+    const fs::path trace = gc::trace_files((data_dir() / "pytorch-2.11-h200" / f.run).string()).at(0);
+    const json events = gc::read_json(trace.string());
+    const auto [launches, kernel_us] = kernel_totals(events);
+    REQUIRE(launches > 0);
+    // A rank is analysed through its run folder, so that the distributed view sees the job.
+    const json doc = analyze("--improved " + (f.comms.empty() ? quoted(trace) : quoted(trace.parent_path()) + " --worker rank0"));
+    int calls = 0;
+    double total = 0;
+    for (const json& k : doc["kernels"]["by_name"]) {
+      calls += k["calls"].get<int>();
+      total += k["total_us"].get<double>();
+    }
+    CHECK(calls == launches);
+    // The table rounds each kernel name's total to whole us.
+    CHECK(std::abs(total - kernel_us) <= 0.5 * static_cast<double>(doc["kernels"]["by_name"].size()));
+    for (const std::string& k : f.kernels) CHECK_MESSAGE(has_kernel_like(doc, k), k);
+    for (const std::string& o : f.ops) CHECK_MESSAGE(op_row(doc, o) != nullptr, o);
+    for (const std::string& c : f.comms) {
+      bool found = false;
+      for (const json& w : doc["distributed"]["workers"])
+        for (const json& op : w["comm_ops"]) found = found || op["name"] == c;
+      CHECK_MESSAGE(found, c);
+    }
+    CHECK(doc["overview"]["gpus"][0]["name"] == "NVIDIA H200");
+    // Every kernel, copy and memset is some operator's device self time (rounding aside).
+    double gpu_work = 0;
+    for (const json& e : events["traceEvents"]) {
+      const std::string cat = e.value("cat", "");
+      if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") gpu_work += e["dur"].get<double>();
+    }
+    CHECK(std::abs(device_self_sum(doc) - gpu_work) <= 0.5 * static_cast<double>(doc["operators"]["by_name"].size()));
+  }
+}

@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -204,9 +206,21 @@ bool register_once(backend& b) {
   return true;
 }
 
+/// KINETOSCOPE_CUPTI_CALLBACKS=off: no API callback at all (GPU work is then not linked to ops).
+/// Only for measuring what the callback costs against CUPTI's external correlation (cuda_stress
+/// --launch-bench N --correlation external, ARCHITECTURE.md "CUPTI backend"); not a user option.
+bool callbacks_wanted() {
+  static const bool wanted = [] {
+    const char* v = std::getenv("KINETOSCOPE_CUPTI_CALLBACKS");
+    return v == nullptr || std::string_view(v) != "off";
+  }();
+  return wanted;
+}
+
 /// External ids come from the API callback; without it the trace still has every call and
 /// kernel, only not linked to ops (another CUPTI subscriber, e.g. a second profiler).
 void enable_callbacks(backend& b, std::uint32_t on) {
+  if (!callbacks_wanted()) return;
   if (b.subscriber == nullptr) {
     if (on == 0) return;
     if (const CUptiResult r = b.cupti->subscribe(&b.subscriber, on_api_call, nullptr); r != CUPTI_SUCCESS) {
