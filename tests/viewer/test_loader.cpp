@@ -573,6 +573,56 @@ TEST_CASE("loader: both parse paths agree on trailing NULs, trailing text and tr
   }
 }
 
+TEST_CASE("loader: malformed JSON gets one verdict on every parse path") {
+  // The whole text, 4 MiB windows, 64-byte windows, 64-byte windows split between two readers:
+  // an error with the same reason and byte offset, or the same model (docs/trace-format.md,
+  // "File structure").
+  const load_options paths[] = {{.window_bytes = 0}, {.window_bytes = std::size_t{4} << 20},
+                                {.window_bytes = 64, .split_min_bytes = 0}, {.window_bytes = 64, .split_min_bytes = 1}};
+  const std::string ev = R"J({"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1})J";
+  const std::string evs = ev + ", " + ev + ", " + ev;
+  SUBCASE("errors") {
+    const struct {
+      std::string text;
+      std::string reason;
+    } cases[] = {
+        // The fuzz finding (tests/fuzz/corpus/loader/dup_trace_events_missing_value.json).
+        {R"J({"traceEvents":[],"traceEvents":}})J", ""},
+        {R"J({"traceEvents": [)J" + evs + R"J(], "traceEvents": [)J" + ev + "]}",
+         "the top-level key \"traceEvents\" appears twice"},
+        {R"J({"traceEvents": [)J" + evs + R"J(], "x": })J", ""},                   // a missing value
+        {R"J({"x": , "traceEvents": [)J" + evs + "]}", ""},                          // before the events
+        {R"J({"traceEvents": [)J" + ev + R"J(, {"ph": "X", "name": })J" + "]}", ""},  // inside an event
+        {R"J({"traceEvents": [)J" + evs + "]]}", ""},                                // unbalanced
+        {R"J({"traceEvents": [)J" + evs + "]}}", "unexpected text after the JSON value"},
+        {R"J({"traceEvents": [)J" + evs + "]} []", "unexpected text after the JSON value"},
+    };
+    for (const auto& c : cases) {
+      CAPTURE(c.text);
+      const load_error whole = load_fails(c.text, paths[0]);
+      if (!c.reason.empty()) CHECK(whole.reason == c.reason);
+      for (const load_options& o : paths) {
+        CAPTURE(o.window_bytes);
+        CAPTURE(o.split_min_bytes);
+        const load_error e = load_fails(c.text, o);
+        CHECK(e.reason == whole.reason);
+        CHECK(e.byte_offset == whole.byte_offset);
+      }
+    }
+  }
+  SUBCASE("another top-level key twice: the last value wins, on every path") {
+    const std::string text = R"J({"deviceProperties": [{"id": 0, "name": "first"}], "traceEvents": [)J" + evs +
+                             R"J(], "deviceProperties": [{"id": 0, "name": "second"}, {"id": 1, "name": "x"}]})J";
+    for (const load_options& o : paths) {
+      CAPTURE(o.window_bytes);
+      const trace_model m = load_ok(text, o);
+      CHECK(m.events.size() == 3);
+      REQUIRE(m.devices.size() == 2);
+      CHECK(m.devices[0].name == "second");
+    }
+  }
+}
+
 TEST_CASE("loader: texts over max_text_bytes are refused, gzip counted while it inflates") {
   const std::string small = R"J({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1}]})J";
   SUBCASE("plain text: the limit is inclusive") {

@@ -506,6 +506,14 @@ bool reader::run_whole(failure& f) {
       od::value& v = fld.value();
       error_code e = SUCCESS;
       if (key == "traceEvents") {
+        // One acceptance rule on every path (docs/trace-format.md#file-structure): a second
+        // traceEvents is an error, never a second or replacing list of events. Other
+        // top-level keys may repeat; the last value wins, as in Python's json.
+        if (saw_events) {
+          fail(f, SUCCESS, &doc, base_);
+          f.reason = "the top-level key \"traceEvents\" appears twice";
+          return false;
+        }
         od::array arr;
         if (v.get_array().get(arr) != SUCCESS) {
           fail(f, SUCCESS, &doc, base_);

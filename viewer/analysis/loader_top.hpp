@@ -94,7 +94,9 @@ inline error_code reader::read_top_field(std::string_view key, od::value& v) {
   return SUCCESS;
 }
 
-/// Parses a small object holding top-level keys (the text before or after traceEvents).
+/// Parses a small object holding top-level keys (the text before or after traceEvents, with
+/// an empty "traceEvents":[] standing for the events). False when it is not that: not JSON, or
+/// a second "traceEvents" key (the whole-text parse then decides, and rejects it).
 inline bool reader::parse_top_doc(const std::string& text) {
   od::parser parser;
   const simdjson::padded_string padded(text);
@@ -105,6 +107,7 @@ inline bool reader::parse_top_doc(const std::string& text) {
   const char* saved_end = end_;
   end_ = padded.data() + padded.size() + padding;
   bool ok = true;
+  int events_keys = 0;
   for (auto fr : obj) {
     od::field f;
     if (std::move(fr).get(f) != SUCCESS) {
@@ -112,7 +115,14 @@ inline bool reader::parse_top_doc(const std::string& text) {
       break;
     }
     const std::string_view key = key_of(f.key());
-    if (key != "traceEvents" && read_top_field(key, f.value()) != SUCCESS) {
+    if (key == "traceEvents") {
+      if (++events_keys > 1) {
+        ok = false;
+        break;
+      }
+      continue;
+    }
+    if (read_top_field(key, f.value()) != SUCCESS) {
       ok = false;
       break;
     }
