@@ -3,8 +3,11 @@
 # Rewrites the fuzz_index seed corpus (tests/fuzz/corpus/index/) with the current index format,
 # as test_index's "seed indexes are of this format version" asks whenever index_format_version
 # changes (older seeds stop at the version check and fuzz nothing past it):
-#   triton, cpu_only, diff_base   `kinetoscope index` of three small real traces of tests/data
-#   string_offset_past_blob       diff_base's trace indexed, then one string offset moved past
+#   cuda_sample, nccl_1rank,      `kinetoscope index` of three small traces our own programs
+#   legacy                        recorded (tests/data: kinetoscope's CUPTI trace, PyTorch 2.11's
+#                                 NCCL rank from the GPU check, the PyTorch 1.13 legacy array);
+#                                 committed seeds are never derived from third-party traces
+#   string_offset_past_blob       cuda_sample's trace indexed, then one string offset moved past
 #                                 the blob (the finding that created the target, kept checked)
 #   span_bodies                   a span's Distributed bodies cache file, from a 2-rank job of
 #                                 gen_dist_job served once with the Distributed view requested
@@ -20,25 +23,25 @@ seeds=tests/fuzz/corpus/index
 work=/tmp/ksseeds  # the seeds hold the paths of their traces: a short fixed folder
 rm -rf "$work"
 mkdir -p "$work"
-trap 'kill "${server:-0}" 2>/dev/null || true; rm -rf "$work"' EXIT
-real=tests/data/real/traces
+trap 'if [ -n "${server:-}" ]; then kill "$server" 2>/dev/null || true; fi; rm -rf "$work"' EXIT
+export KINETOSCOPE_INDEX_MIN_SIZE=0  # the seed traces are small: index them all the same
+data=tests/data
 
 # The key inside an index is the trace's absolute path: short fixed names keep the seeds small.
 mkdir -p "$work/fz"
-cp "$real/triton/triton_example.pt.trace.json.gz" "$work/fz/triton.pt.trace.json.gz"
-cp "$real/cpu_only/rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz" "$work/fz/cpu_only.pt.trace.json.gz"
-cp "$real/diff_base/base.pt.trace.json.gz" "$work/fz/diff_base.pt.trace.json.gz"
-cp "$real/diff_base/base.pt.trace.json.gz" "$work/fz/base.pt.trace.json.gz"
+cp "$data"/gpu/kinetoscope-h200/cuda_sample/*.pt.trace.json.gz "$work/fz/cuda_sample.pt.trace.json.gz"
+cp "$data"/gpu/pytorch-2.11-h200/nccl_1rank/*.pt.trace.json.gz "$work/fz/nccl_1rank.pt.trace.json.gz"
+cp "$data"/real/traces/legacy_torch113_cpu/*.pt.trace.json.gz "$work/fz/legacy.pt.trace.json.gz"
 "$bin" index --cache_dir "$work/cache" "$work/fz" >/dev/null
 index_of() {  # the cache file of one trace: the one whose header names it
   grep -l --binary-files=text "$1" "$work"/cache/*.ksidx | head -n 1
 }
-for name in triton cpu_only diff_base; do
+for name in cuda_sample nccl_1rank legacy; do
   cp "$(index_of "$work/fz/$name.pt.trace.json.gz")" "$seeds/$name.ksidx"
 done
 
 # One string offset past the blob, its CRC set right (the fuzz target sets CRCs anyway).
-python3 - "$(index_of "$work/fz/base.pt.trace.json.gz")" "$seeds/string_offset_past_blob.ksidx" <<'EOF'
+python3 - "$(index_of "$work/fz/cuda_sample.pt.trace.json.gz")" "$seeds/string_offset_past_blob.ksidx" <<'EOF'
 import struct, sys, zlib
 data = bytearray(open(sys.argv[1], 'rb').read())
 sections, path_bytes = struct.unpack_from('<II', data, 40)

@@ -21,6 +21,9 @@ class model_builder {
     e.tid = tid;
     e.pid = 100;
     e.external_id = ext;
+    // As Kineto writes them: cpu_op and user_annotation always carry an "External id" (maybe
+    // 0), python_function events never.
+    e.has_external_id = type != event_type::python && type != event_type::module;
     op_args a;
     if (!input_dims.empty()) a.input_dims = m_.intern(input_dims);
     if (!call_stack.empty()) a.call_stack = m_.intern(call_stack);
@@ -47,8 +50,16 @@ class model_builder {
     e.tid = tid;
     e.pid = 100;
     e.external_id = ext;
+    e.has_external_id = true;
     e.correlation = corr;
     m_.events.push_back(e);
+    return *this;
+  }
+  /// A runtime call without any "External id" (a graph launch outside every op, vLLM).
+  model_builder& idless_runtime(double ts, double dur, std::int64_t tid, std::int64_t corr,
+                                std::string_view name = "hipGraphLaunch") {
+    runtime(ts, dur, tid, 0, corr, name);
+    m_.events.back().has_external_id = false;
     return *this;
   }
   /// A kernel on device 0, stream 7.

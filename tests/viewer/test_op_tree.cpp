@@ -212,6 +212,46 @@ TEST_CASE("op_tree: zero-id runtimes hang under the thread root") {
   CHECK(t.stats.kernels_attributed == 0);
 }
 
+TEST_CASE("op_tree: runtimes without an External id go to the first node without one (plugin quirk Q22)") {
+  // A graph launch inside nn.Module: Model_0 with no cpu_op around it (vLLM's decode), then
+  // a runtime with an explicit id 0.
+  model_builder b;
+  b.host("aten::mm", 0, 10, 1, 3)
+      .module("nn.Module: Model_0", 20, 50, 1, 1)
+      .idless_runtime(30, 2, 1, 60)
+      .kernel("graph_kernel", 40, 6, 60)
+      .runtime(80, 2, 1, 0, 61)
+      .kernel("k0", 85, 3, 61);
+  auto m = b.build();
+  SUBCASE("the plugin's rule: the module takes it") {
+    auto t = build_op_tree(m);
+    const auto mods = find_all(t, "nn.Module: Model_0");
+    REQUIRE(mods.size() == 1);
+    CHECK(t.nodes[mods[0]].runtimes.size() == 1);
+    CHECK(t.nodes[mods[0]].device_self == doctest::Approx(6));
+    CHECK(t.devices[0].op_name == "nn.Module: Model_0");
+    CHECK(t.devices[1].op_name == "CallTreeRoot");  // id 0: the root, as before
+    CHECK(t.stats.runtimes_zero_id == 1);
+  }
+  SUBCASE("off: it hangs under the root like id 0") {
+    op_tree_options o;
+    o.idless_runtimes_to_first_idless_node = false;
+    auto t = build_op_tree(m, o);
+    CHECK(t.nodes[t.threads[0].root].runtimes.size() == 2);
+    CHECK(t.devices[0].op_name == "CallTreeRoot");
+    CHECK(t.stats.runtimes_zero_id == 2);
+  }
+  SUBCASE("no node without an id: the plugin drops it") {
+    model_builder c;
+    c.host("aten::mm", 0, 10, 1, 3).idless_runtime(30, 2, 1, 60).kernel("graph_kernel", 40, 6, 60);
+    auto m2 = c.build();
+    auto t = build_op_tree(m2);
+    CHECK(t.nodes[t.threads[0].root].runtimes.empty());
+    CHECK(t.stats.runtimes_dropped == 1);
+    CHECK(t.devices[0].op_name.empty());
+  }
+}
+
 TEST_CASE("op_tree: stale kernels go to the main thread root and are counted twice there") {
   model_builder b;
   b.host("ProfilerStep#1", 0, 100, 1, 1)

@@ -364,6 +364,7 @@ void reader::finish_event() {
     ev.pid_is_string = p.pid_str;
     ev.tid_is_string = p.tid_str;
     ev.external_id = p.has_ext_lower ? p.ext_lower : (p.has_ext_upper ? p.ext_upper : 0);
+    ev.has_external_id = p.has_ext_lower || p.has_ext_upper;
     ev.correlation = p.correlation;
     ev.name = p.has_name ? m_.intern(p.name) : 0;
     switch (ev.type) {

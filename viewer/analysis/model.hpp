@@ -53,9 +53,12 @@ struct event {
   bool pid_is_string = false;       ///< pid was a non-numeric string ("Spans", "Traces", "CPU functions"):
                                     ///< pid = string_id_base - string id (trace_model::id_text)
   bool tid_is_string = false;       ///< tid was a non-numeric string (same encoding)
+  /// The event has an integer "External id" / "external id" (external_id is 0 both when the id
+  /// is absent and when it is 0). The plugin tells the two apart (plugin-rules.md, quirk Q22).
+  bool has_external_id = false;
   /// Zero: the padding made explicit, so that a table's bytes (the index writes them as they
   /// are) hold no leftover heap bytes and one model always gives the same file.
-  std::uint8_t reserved_[4] = {};
+  std::uint8_t reserved_[3] = {};
 
   double end() const noexcept { return ts + dur; }
 };

@@ -116,6 +116,7 @@ class builder {
   std::vector<thread_lists> pl_lists_;
   std::unordered_map<std::int64_t, std::size_t> pl_index_;
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> zero_runtimes_;  // tid -> runtimes
+  std::vector<std::uint32_t> idless_runtimes_;  // no External id at all (quirk Q22), event order
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> unmatched_;      // tid -> runtimes for fallback
   std::vector<std::uint32_t> stale_kernels_;
   // The runtimes by external id, as the plugin's dict of lists (insertion order kept): the ids
@@ -252,7 +253,9 @@ void builder::pass1() {
             external_groups_.try_emplace(e.external_id, static_cast<std::uint32_t>(group_ids_.size()));
         if (new_group) group_ids_.push_back(e.external_id);
         runtime_group_.push_back(*group);
-        if (e.external_id == 0) {
+        if (e.external_id == 0 && !e.has_external_id && opt_.idless_runtimes_to_first_idless_node) {
+          idless_runtimes_.push_back(idx);  // attach_by_external_id() decides
+        } else if (e.external_id == 0) {
           zero_runtimes_[e.tid].push_back(idx);
           ++t_.stats.runtimes_zero_id;
         }
@@ -373,6 +376,32 @@ void builder::attach_by_external_id() {
       t_.stats.runtimes_matched += taken.size();
       node.runtimes.insert(node.runtimes.end(), taken.begin(), taken.end());
     }
+  }
+  // Quirk Q22: the plugin keys runtimes by their External id as read (None when absent); the
+  // first host node that has none either (module nodes never do) takes every such runtime,
+  // and without such a node they are dropped like runtimes whose id matched no node.
+  if (!idless_runtimes_.empty()) {
+    op_node* taker = nullptr;
+    for (const auto& list : host_lists_) {
+      for (std::uint32_t n : list.nodes) {
+        op_node& node = t_.nodes[n];
+        if (node.event != no_index && (node.kind == node_kind::module || !m_.events[node.event].has_external_id)) {
+          taker = &node;
+          break;
+        }
+      }
+      if (taker != nullptr) break;
+    }
+    if (taker != nullptr) {
+      taker->runtimes.insert(taker->runtimes.end(), idless_runtimes_.begin(), idless_runtimes_.end());
+      t_.stats.runtimes_matched += idless_runtimes_.size();
+    } else {
+      for (const std::uint32_t rt : idless_runtimes_) {
+        ++t_.stats.runtimes_dropped;
+        unmatched_[t_.runtimes[rt].tid].push_back(rt);
+      }
+    }
+    idless_runtimes_ = {};
   }
   for (std::uint32_t g = 0; g < group_ids_.size(); ++g) {
     if (group_ids_[g] == 0 || group_taken_[g] != 0) continue;

@@ -334,6 +334,12 @@ struct op_tree_options {
   /// when the trace has flows and module nodes). Off keeps backward ops where time nesting put
   /// them.
   bool backward_regrouping = true;
+  /// Quirk Q22 (plugin-rules.md): runtimes with no "External id" at all (graph launches and
+  /// syncs outside every op, as in vLLM and SGLang traces) go to the first host node that has
+  /// none either, typically an `nn.Module: X_0` node, or are dropped when there is none; the
+  /// Kernel view then files their kernels under that module. Off: they hang under their
+  /// thread's root, as runtimes with id 0 do. Default on = the plugin's numbers.
+  bool idless_runtimes_to_first_idless_node = true;
 };
 
 /// Counts describing how well runtimes and kernels were attributed (for diagnostics).

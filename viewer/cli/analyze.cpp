@@ -469,6 +469,7 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
       tree_options.time_containment_fallback = true;
       tree_options.driver_as_runtime = true;
       tree_options.keep_unresolved_backward = true;
+      tree_options.idless_runtimes_to_first_idless_node = false;
       overview_options = an::overview_options::improved();
     }
     const an::op_trees trees = an::build_op_tree(model, tree_options);

@@ -150,7 +150,7 @@ std::string check_model(const an::trace_model& m) {
     const an::event& e = m.events[i];
     if (!byte_at_most(&e, offsetof(an::event, type), static_cast<unsigned>(an::event_type::other)) ||
         !KS_BOOL_OK(e, an::event, gpu_annotation) || !KS_BOOL_OK(e, an::event, pid_is_string) ||
-        !KS_BOOL_OK(e, an::event, tid_is_string))
+        !KS_BOOL_OK(e, an::event, tid_is_string) || !KS_BOOL_OK(e, an::event, has_external_id))
       return "event " + std::to_string(i) + ": a flag byte out of range";
     if (!string_ok(e.name) || !encoded_ok(e.pid, e.pid_is_string) || !encoded_ok(e.tid, e.tid_is_string))
       return "event " + std::to_string(i) + ": a string id out of range";

@@ -53,8 +53,8 @@ namespace kinetoscope::server {
 /// Bumped whenever the layout, the model's records or what the summary holds (the views'
 /// numbers) change: an index written by another version is rebuilt, never read. 5: op_args
 /// and kernel_args reordered (32 and 112 bytes, were 40 and 152), every record's padding
-/// written as zeros.
-inline constexpr std::uint32_t index_format_version = 5;
+/// written as zeros. 6: event::has_external_id (an absent id told from 0: quirk Q22).
+inline constexpr std::uint32_t index_format_version = 6;
 
 /// What identifies the trace an index was made from.
 struct index_key {
