@@ -20,7 +20,7 @@ std::uint64_t generate_big_trace(const std::string& input, const std::string& ou
 std::uint64_t generate_small_events_trace(const std::string& out_path, double size_mb, bool same_ts);
 
 #ifndef KINETOSCOPE_REAL_TRACES_DIR
-#define KINETOSCOPE_REAL_TRACES_DIR "tests/data/real"
+#define KINETOSCOPE_REAL_TRACES_DIR "../shared"
 #endif
 
 namespace bench {
@@ -41,7 +41,7 @@ inline big_trace_args parse_big_trace_args(int argc, char** argv) {
 }
 
 /// The trace the big files replicate: resnet50_v100's first span ($KINETOSCOPE_REAL_TRACES, else
-/// the repository's tests/data/real).
+/// ../shared beside the checkout).
 inline std::string big_trace_input() {
   const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
   return std::string(real != nullptr ? real : KINETOSCOPE_REAL_TRACES_DIR) +

@@ -32,7 +32,7 @@
 #include <vector>
 
 #ifndef KINETOSCOPE_REAL_TRACES_DIR
-#define KINETOSCOPE_REAL_TRACES_DIR "tests/data/real"
+#define KINETOSCOPE_REAL_TRACES_DIR "../shared"
 #endif
 
 namespace {

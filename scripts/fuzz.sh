@@ -9,6 +9,11 @@
 #                                     corpus; used by scripts/test.sh
 # TARGET: loader, url, api, tfevents, profile_config, index. Add each finding to tests/fuzz/corpus/TARGET/
 # once fixed, so the smoke run keeps checking it.
+# The loader also starts from seeds sampled at run time from the real third-party traces
+# ($KINETOSCOPE_REAL_TRACES/traces, default ../shared/traces) into build-fuzz/shared-seeds/
+# (scripts/sample-trace-seeds.py): a few hundred events of each trace, every category and phase
+# kept. Nothing derived from third-party traces is committed; without the folder the campaign
+# runs from the committed seeds alone and says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(loader url api tfevents profile_config index)
@@ -25,6 +30,20 @@ build() {
   ninja -C build-fuzz $(printf 'tests/fuzz/fuzz_%s ' "${targets[@]}") >/dev/null
 }
 
+# extra_corpora TARGET: the run-time seed folders of TARGET (printed one a line).
+extra_corpora() {
+  [ "$1" = loader ] || return 0
+  local real=${KINETOSCOPE_REAL_TRACES:-../shared}/traces
+  if [ ! -d "$real" ]; then
+    echo "fuzz.sh: no $real: the loader runs from the committed seeds alone" >&2
+    return 0
+  fi
+  if [ ! -d build-fuzz/shared-seeds/loader ]; then
+    python3 scripts/sample-trace-seeds.py "$real" build-fuzz/shared-seeds/loader >&2
+  fi
+  echo build-fuzz/shared-seeds/loader
+}
+
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
@@ -38,8 +57,9 @@ if [ "${1:-}" = "--smoke" ]; then
     # libFuzzer writes new inputs into its first corpus folder: a scratch one, never the seeds.
     rm -rf build-fuzz/smoke/"$t"
     mkdir -p build-fuzz/smoke/"$t"
+    mapfile -t extra < <(extra_corpora "$t")
     if build-fuzz/tests/fuzz/fuzz_"$t" "${dict[@]}" -runs="$runs" -seed=1 -max_len=65536 \
-         build-fuzz/smoke/"$t" tests/fuzz/corpus/"$t" >build-fuzz/smoke_"$t".log 2>&1; then
+         build-fuzz/smoke/"$t" tests/fuzz/corpus/"$t" "${extra[@]}" >build-fuzz/smoke_"$t".log 2>&1; then
       echo "fuzz smoke $t: ok ($runs runs)"
     else
       echo "fuzz smoke $t: FAILED (build-fuzz/smoke_$t.log)"
@@ -51,7 +71,7 @@ if [ "${1:-}" = "--smoke" ]; then
 fi
 
 if [ $# -ne 2 ]; then
-  sed -n '3,12p' "$0"
+  sed -n '3,17p' "$0"
   exit 2
 fi
 target=$1
@@ -61,6 +81,7 @@ build
 mkdir -p build-fuzz/corpus/"$target" build-fuzz/findings/"$target"
 dict=()
 [ "$target" = loader ] || [ "$target" = profile_config ] && dict=(-dict=tests/fuzz/json.dict)
+mapfile -t extra < <(extra_corpora "$target")
 exec build-fuzz/tests/fuzz/fuzz_"$target" "${dict[@]}" -max_total_time=$((minutes * 60)) -max_len=65536 \
   -artifact_prefix=build-fuzz/findings/"$target"/ -print_final_stats=1 \
-  build-fuzz/corpus/"$target" tests/fuzz/corpus/"$target"
+  build-fuzz/corpus/"$target" tests/fuzz/corpus/"$target" "${extra[@]}"

@@ -40,6 +40,7 @@
 #include "server/api.hpp"
 #include "server/row_fields.hpp"
 #include "server/store.hpp"
+#include "../real_traces.hpp"
 
 namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
@@ -55,7 +56,7 @@ namespace {
 constexpr auto load_timeout = std::chrono::seconds(300);
 
 fs::path real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* s = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return fs::path(s);
 }

@@ -28,6 +28,7 @@
 #include <string>
 #include <thread>
 #include <vector>
+#include "../real_traces.hpp"
 
 extern char** environ;
 
@@ -63,7 +64,7 @@ struct test_logdir {
   std::uintmax_t bytes = 0;
   std::size_t files = 0;
   test_logdir() {
-    const fs::path traces = fs::path(env_or_empty("KINETOSCOPE_REAL_TRACES")) / "traces";
+    const fs::path traces = fs::path(kinetoscope::test::real_traces()) / "traces";
     REQUIRE_MESSAGE(fs::is_directory(traces), "KINETOSCOPE_REAL_TRACES/traces missing");
     fs::create_directories(logdir);
     for (const char* run : {"resnet50_v100", "cpu_only"})

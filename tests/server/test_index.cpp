@@ -39,6 +39,7 @@
 #include "server/trace_index.hpp"
 
 #include "dist_job_writer.hpp"
+#include "../real_traces.hpp"
 
 namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
@@ -50,7 +51,7 @@ namespace {
 constexpr auto load_timeout = std::chrono::seconds(300);
 
 fs::path traces_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* s = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return fs::path(s) / "traces";
 }

@@ -25,6 +25,7 @@
 #include "analysis/model.hpp"
 #include "analysis/overview.hpp"
 #include "server/timeline.hpp"
+#include "../real_traces.hpp"
 
 namespace {
 
@@ -36,7 +37,7 @@ namespace ks = kinetoscope::server;
 using nlohmann::json;
 
 std::string traces_dir() {
-  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* real = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return std::string(real) + "/traces";
 }

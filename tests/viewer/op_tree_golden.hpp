@@ -17,6 +17,7 @@
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
+#include "../real_traces.hpp"
 
 namespace kinetoscope::analysis::testing {
 
@@ -31,7 +32,7 @@ struct golden_case {
 /// not set or has no `expected` folder.
 inline std::vector<golden_case> golden_cases() {
   std::vector<golden_case> out;
-  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* real = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   const std::filesystem::path root(real);
   std::vector<std::filesystem::path> files;

@@ -15,11 +15,12 @@
 #include <iterator>
 #include <string>
 #include <vector>
+#include "../real_traces.hpp"
 
 namespace kinetoscope_test {
 
 inline std::string real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* s = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return s;
 }

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../run_command.hpp"
+#include "../real_traces.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -28,7 +29,7 @@ run_result run(const std::string& args) {
 }
 
 std::string real_dir() {
-  const char* s = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* s = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(s != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return s;
 }

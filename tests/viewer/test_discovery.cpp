@@ -15,6 +15,7 @@
 
 #include "analysis/discovery.hpp"
 #include "analysis/loader.hpp"
+#include "../real_traces.hpp"
 
 namespace {
 
@@ -172,12 +173,12 @@ TEST_CASE("discovery: sniffing and odd logdirs") {
   CHECK(files[0].run == tmp.path.filename().string());
 }
 
-TEST_CASE("discovery: the real traces folder (tests/data/real/traces)") {
-  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+TEST_CASE("discovery: the real traces folder (../shared/traces)") {
+  const char* real = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   const std::string dir = std::string(real) + "/traces";
   const auto files = discover(dir);
-  REQUIRE(files.size() == 12);
+  REQUIRE(files.size() == 20);  // 18 runs (tests/data/real/README.md); two of them have two files
   CHECK(describe(files.front()) == "amd_mi250|mi250_minitoy_train|default|");
   std::vector<std::string> resnet;
   for (const trace_file& f : files) {

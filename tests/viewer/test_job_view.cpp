@@ -20,6 +20,7 @@
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
 #include "dist_job_writer.hpp"
+#include "../real_traces.hpp"
 
 using namespace kinetoscope::analysis;
 namespace kb = kinetoscope::bench;
@@ -296,7 +297,7 @@ TEST_CASE("job view: a (group, Seq) seen twice on one rank is one arrival (coale
 }
 
 TEST_CASE("job view: the collectives of a real trace (nccl_ddp, no Seq)") {
-  const char* dir = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* dir = kinetoscope::test::real_traces();
   REQUIRE(dir != nullptr);
   load_result r = load_trace(std::string(dir) + "/traces/nccl_ddp/nccl_data.pt.trace.json.gz");
   REQUIRE(r.ok());

@@ -295,7 +295,10 @@ TEST_CASE("loader: resnet50_v100 (era A: string tids, stream N, lower-case exter
 
 TEST_CASE("loader: legacy bare array, two_ranks, amd_mi250, triton") {
   const std::string t = real_dir() + "/traces/";
-  load_result legacy = load_trace(t + "legacy_torch113_cpu/cpu0.1795343028113.pt.trace.json.gz");
+  // Recorded for this project (tests/data/real/README.md): the repository's own copy.
+  const char* data = std::getenv("KINETOSCOPE_TEST_DATA");
+  REQUIRE(data != nullptr);
+  load_result legacy = load_trace(std::string(data) + "/real/traces/legacy_torch113_cpu/cpu0.1795343028113.pt.trace.json.gz");
   REQUIRE(legacy.ok());
   CHECK(legacy.model->legacy_array);
   REQUIRE(!legacy.model->events.empty());

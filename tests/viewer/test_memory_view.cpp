@@ -24,6 +24,7 @@
 #include "kinetoscope/record_function.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
+#include "../real_traces.hpp"
 
 using namespace kinetoscope::analysis;
 
@@ -713,7 +714,7 @@ TEST_CASE("memory_view: indexed ranges equal compute_memory on a recorded trace 
   const op_trees trees = build_op_tree(*r.model);
   check_ranges(*r.model, trees, probe_ranges(*r.model, trees, 20, 50, 3));
 
-  const char* real_dir = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* real_dir = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(real_dir != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   const std::string path = std::string(real_dir) +
                            "/traces/resnet50_v100/worker0.1623143089861.pt.trace.json.gz";

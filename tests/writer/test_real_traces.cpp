@@ -15,6 +15,7 @@
 
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "writer_test_util.hpp"
+#include "../real_traces.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -22,7 +23,7 @@ using nlohmann::json;
 namespace {
 
 fs::path traces_dir() {
-  const char* real = std::getenv("KINETOSCOPE_REAL_TRACES");
+  const char* real = kinetoscope::test::real_traces();
   REQUIRE_MESSAGE(real != nullptr, "KINETOSCOPE_REAL_TRACES not set (meson test sets it)");
   return fs::path(real) / "traces";
 }
@@ -95,7 +96,10 @@ TEST_CASE("real traces: every file decompresses and parses") {
   // The runs the README lists are all there.
   for (const char* run :
        {"amd_mi250", "cpu_only", "cuda_sync_simple_add", "diff_base", "diff_test",
-        "legacy_torch113_cpu", "nccl_ddp", "resnet50_v100", "triton", "two_ranks"}) {
+        "legacy_torch113_cpu", "nccl_ddp", "resnet50_v100", "triton", "two_ranks",
+        "h100_bert_small", "h100_qwen15_05b", "mi300x_bert_small", "mi300x_resnet_actckpt",
+        "mi300x_sglang_capture", "mi300x_torch_compile", "rtx2080ti_param_linear",
+        "vllm_graph_execution"}) {
     CHECK(runs.count(run) == 1);
   }
 }

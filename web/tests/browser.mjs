@@ -6,7 +6,7 @@
 // and screenshotted.
 //
 //   node web/tests/browser.mjs --bin build/viewer/kinetoscope --sample build/samples/cnn_train \
-//        --gen-dist-job build/bench/gen_dist_job --real-traces tests/data/real --out /tmp/screenshots
+//        --gen-dist-job build/bench/gen_dist_job --real-traces ../shared --out /tmp/screenshots
 //
 // Exits 0 when every check passed, 1 with one line per failed check otherwise, 2 on bad usage.
 // The server is killed on every path (checks failing, exceptions, signals).
@@ -275,7 +275,7 @@ async function main() {
   const status = await getJson(base, 'status');
   check(status.files.every((f) => f.state === 'loaded'), `every file loaded (${status.files.filter((f) => f.state !== 'loaded').map((f) => `${f.path}: ${f.state} ${f.error}`).join('; ') || 'all'})`);
 
-  // Expected numbers from the plugin (tests/data/real/expected) and the server itself.
+  // Expected numbers from the plugin (../shared/expected) and the server itself.
   const expectedResnet = JSON.parse(readFileSync(join(opts.realTraces, 'expected', 'resnet50_v100',
     'worker0.1623143089861.pt.trace.json.gz.expected.json'), 'utf8'));
   const workerOf = async (run, view) => (await getJson(base, `workers?run=${encodeURIComponent(run)}&view=${encodeURIComponent(view)}`))[0];
