@@ -10,6 +10,11 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --tests || exit 1
 
 status=0
+# The user's own index cache must come out of the run as it went in (tests/meson.build gives
+# every test its own HOME and XDG_CACHE_HOME).
+user_cache=${XDG_CACHE_HOME:-$HOME/.cache}/kinetoscope
+cache_listing() { find "$user_cache" -printf '%p %s %T@\n' 2>/dev/null | sort; }
+cache_before=$(cache_listing)
 run_suite() {  # build-dir, extra meson test options, meson setup options...
   local dir=$1 test_opts=$2; shift 2
   if [ ! -f "$dir/build.ninja" ]; then
@@ -19,7 +24,9 @@ run_suite() {  # build-dir, extra meson test options, meson setup options...
   meson test -C "$dir" --no-suite bench $test_opts --print-errorlogs --num-processes 2 || return 1
 }
 
-run_suite build-test "" --buildtype=debugoptimized || status=1
+# -Dcupti=enabled -Dgpu_samples=enabled: the CUPTI backend and samples/cuda are built and
+# tested here; a missing CUDA prefix (.venv/cuda, install-deps.sh) fails the setup.
+run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples=enabled || status=1
 # The browser and install suites are registered only when node and cmake are there, which
 # install-deps.sh --tests made sure of: their absence from the log is a failure, not a skip.
 for what in browser install; do
@@ -42,6 +49,15 @@ for dir in build-test build-asan; do
     status=1
   fi
 done
+
+if [ "$(cache_listing)" != "$cache_before" ]; then
+  echo "the run changed $user_cache: a test wrote to the user's index cache"
+  status=1
+fi
+for dir in build-test build-asan; do
+  [ -f "$dir/meson-logs/testlog.json" ] && python3 scripts/test-times.py "$dir"
+done
+echo "test.sh: $((SECONDS / 60)) min $((SECONDS % 60)) s in all"
 
 passed=0
 failed=0
