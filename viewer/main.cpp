@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "cli/analyze.hpp"
+#include "cli/cache.hpp"
 #include "cli/index.hpp"
 #include "cli/scalars.hpp"
 #include "analysis/huge_pages.hpp"
@@ -20,6 +21,8 @@ void usage(std::ostream& out) {
          "                             (kinetoscope analyze --help for its options)\n"
          "  kinetoscope index PATH...  build the persisted index of trace files without a server\n"
          "                             (kinetoscope index --help for its options)\n"
+         "  kinetoscope cache [list|prune|clear]  the index cache: what it holds, prune, empty\n"
+         "                             (kinetoscope cache --help for its options)\n"
          "  kinetoscope scalars PATH   scalar series of TensorBoard event files under a logdir\n"
          "                             (kinetoscope scalars --help for its options)\n"
          "environment:\n"
@@ -51,6 +54,10 @@ int main(int argc, char** argv) {
   if (args[0] == "index") {
     args.erase(args.begin());
     return kinetoscope::cli::run_index(args, std::cout, std::cerr);
+  }
+  if (args[0] == "cache") {
+    args.erase(args.begin());
+    return kinetoscope::cli::run_cache(args, std::cout, std::cerr);
   }
   if (args[0] == "scalars") {
     args.erase(args.begin());

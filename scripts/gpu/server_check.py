@@ -11,6 +11,7 @@ usage: server_check.py KINETOSCOPE_BIN LOGDIR
 """
 import json
 import re
+import os
 import subprocess
 import sys
 import tempfile
@@ -24,9 +25,11 @@ from gpu_common import stop
 
 def serve(binary, logdir, cache, label):
     """One server start: (ok, {request: raw answer bytes}, {file path: index note})."""
+    # These traces are small: index every one, so that the restart reads them all back.
     proc = subprocess.Popen([binary, "--logdir", logdir, "--port", "0", "--reload_interval", "0",
                              "--cache_dir", cache],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "KINETOSCOPE_INDEX_MIN_SIZE": "0"})
     ok = True
     answers_all = {}
     notes = {}

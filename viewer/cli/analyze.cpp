@@ -27,6 +27,7 @@
 #include "analysis/report.hpp"
 #include "server/payloads.hpp"
 #include "server/row_fields.hpp"
+#include "server/index_cache.hpp"
 #include "server/trace_index.hpp"
 
 namespace kinetoscope::cli {
@@ -277,8 +278,9 @@ an::load_result load_model(const std::string& path, const an::load_options& load
     if (const auto key = server::index_key_of(path)) {
       server::trace_index idx;
       an::trace_model m;
-      if (idx.open(server::index_file_path(cache_dir, key->path), *key) == server::index_status::ok &&
-          idx.read_model(m)) {
+      const std::string file = server::index_file_path(cache_dir, key->path);
+      if (idx.open(file, *key) == server::index_status::ok && idx.read_model(m)) {
+        server::mark_used(file);  // the cache's least-recently-used order (index_cache.hpp)
         an::load_result r;
         r.model = std::move(m);
         return r;

@@ -5,31 +5,40 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <ostream>
 
 #include "analysis/discovery.hpp"
 #include "analysis/loader.hpp"
+#include "server/index_cache.hpp"
 #include "server/store.hpp"
 #include "server/trace_index.hpp"
 
 namespace kinetoscope::cli {
 
 std::string index_usage() {
-  return "usage: kinetoscope index [--cache_dir DIR] [--force] [--max_file_size SIZE] PATH...\n"
+  return "usage: kinetoscope index [--cache_dir DIR] [--cache_max SIZE] [--force] [--max_file_size SIZE] PATH...\n"
          "  Builds the index of each trace file (a folder: every trace below it) into the cache\n"
          "  folder that `kinetoscope --logdir` reads, so that the server starts without parsing.\n"
          "  One file per process scales out: find LOGDIR -name '*.pt.trace.json*' | xargs -P 8 -n 1\n"
          "  kinetoscope index\n"
          "  --cache_dir DIR       the server's --cache_dir (default: $XDG_CACHE_HOME/kinetoscope,\n"
          "                        else ~/.cache/kinetoscope)\n"
+         "  --cache_max SIZE      after each index, evict the least recently used ones of the\n"
+         "                        folder until it fits in SIZE, never those written by this run\n"
+         "                        (default $KINETOSCOPE_CACHE_MAX, else 5G or a tenth of its disk;\n"
+         "                        0: no limit)\n"
          "  --force               rebuild even a valid index\n"
          "  --max_file_size SIZE  refuse larger JSON texts (default 16G), as the server's flag\n"
-         "  Prints one line per file; exit status 1 when some file failed.\n";
+         "  Traces under 1 MiB ($KINETOSCOPE_INDEX_MIN_SIZE) are skipped: parsing them is as\n"
+         "  fast as reading an index. Prints one line per file; exit status 1 when some file\n"
+         "  failed.\n";
 }
 
 int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string cache_dir;
   bool force = false;
+  std::optional<std::uint64_t> cache_max;
   std::uint64_t max_text = std::uint64_t{16} << 30;
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -58,6 +67,13 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
         return 2;
       }
       cache_dir = value;
+    } else if (take("--cache_max")) {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size) {
+        err << "kinetoscope index: bad --cache_max '" << value << "'\n";
+        return 2;
+      }
+      cache_max = *size;
     } else if (take("--max_file_size")) {
       const auto size = analysis::parse_byte_size(value);
       if (!size || *size == 0) {
@@ -92,12 +108,20 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
       files.push_back(p);
     }
   }
+  const std::uint64_t budget = cache_max ? *cache_max : server::default_cache_max(cache_dir);
+  const std::uint64_t min_bytes = server::index_min_trace_bytes();
   int status = 0;
+  std::vector<std::string> written;  // this run's indexes: never evicted by this run
   for (const std::string& f : files) {
-    const server::index_outcome r = server::index_trace(f, cache_dir, max_text, force);
+    const server::index_outcome r = server::index_trace(f, cache_dir, max_text, force, budget, min_bytes, written);
     if (!r.ok) {
       err << "kinetoscope index: " << r.error << '\n';
       status = 1;
+      continue;
+    }
+    if (!r.skipped) written.push_back(r.index_file);
+    if (r.skipped) {
+      out << f << ": " << r.note << '\n';
     } else if (r.up_to_date) {
       out << f << ": up to date (" << r.index_file << ")\n";
     } else {
@@ -106,6 +130,10 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
       out << f << ": indexed in " << secs << " s (" << r.index_file << ")"
           << (r.note.empty() ? "" : "; replaced an index that was " + r.note) << '\n';
     }
+    for (const server::cache_entry& e : r.pruned.removed)
+      out << "  evicted " << e.file << " (" << server::human_bytes(e.bytes) << ", "
+          << (e.source.empty() ? "unreadable" : e.source) << ") to keep the cache under "
+          << server::human_bytes(budget) << '\n';
   }
   return status;
 }

@@ -192,7 +192,7 @@ std::string serve_usage() {
   return "usage: kinetoscope --logdir DIR [--port N] [--host ADDR | --bind_all]\n"
          "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
          "                   [--follow_symlinks] [--max_file_size SIZE] [--allowed_hosts NAMES]\n"
-         "                   [--max_memory SIZE] [--cache_dir DIR | --no_cache]\n"
+         "                   [--max_memory SIZE] [--cache_dir DIR | --no_cache] [--cache_max SIZE]\n"
          "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
          "  --port N                  TCP port (default 6006; 0: any free port)\n"
          "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
@@ -217,6 +217,10 @@ std::string serve_usage() {
          "                            reads it instead of parsing (default: $XDG_CACHE_HOME/\n"
          "                            kinetoscope, else ~/.cache/kinetoscope)\n"
          "  --no_cache                neither read nor write indexes\n"
+         "  --cache_max SIZE          keep the cache folder's indexes under SIZE, evicting the\n"
+         "                            least recently used (default $KINETOSCOPE_CACHE_MAX, else\n"
+         "                            5G or a tenth of its disk; 0: no limit). Traces under 1 MiB\n"
+         "                            ($KINETOSCOPE_INDEX_MIN_SIZE) are not indexed\n"
          "  --help, --version\n"
          "flags take their value as '--flag value' or '--flag=value'\n";
 }
@@ -259,7 +263,7 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
     }
     if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
         name != "reload_interval" && name != "threads" && name != "max_file_size" && name != "allowed_hosts" &&
-        name != "max_memory" && name != "cache_dir") {
+        name != "max_memory" && name != "cache_dir" && name != "cache_max") {
       result.error = "unknown flag '--" + std::string(name) + "'";
       return result;
     }
@@ -308,6 +312,10 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
     } else if (name == "cache_dir") {
       if (value.empty()) return bad("empty");
       o.cache_dir = value;
+    } else if (name == "cache_max") {
+      const auto size = analysis::parse_byte_size(value);
+      if (!size) return bad("expected a size in bytes, optionally with K, M, G or T (e.g. 5G; 0: no limit)");
+      o.cache_max = *size;
     } else if (name == "threads") {
       if (!parse_integer(value, o.threads) || o.threads < 1 || o.threads > 256)
         return bad("expected 1-256");
@@ -359,6 +367,7 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   so.follow_outside_symlinks = o.follow_symlinks;
   so.max_text_bytes = o.max_file_size;
   so.cache_dir = o.no_cache ? std::string() : o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
+  so.cache_max = o.cache_max ? *o.cache_max : default_cache_max(so.cache_dir);
   so.max_memory = o.max_memory != 0 ? o.max_memory : physical_memory() / 2;
   so.loader_threads = std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   // The op trees rebuilt on demand count against the same budget.

@@ -32,6 +32,8 @@ struct serve_options {
   /// --cache_dir: where persisted indexes go (default trace_index.hpp default_cache_dir()).
   std::string cache_dir;
   bool no_cache = false;           ///< --no_cache: neither read nor write indexes
+  /// --cache_max: the cache folder's size budget (0: no limit); unset: default_cache_max().
+  std::optional<std::uint64_t> cache_max;
   /// --max_memory: bytes of full profiles kept loaded (default: half the physical memory).
   std::uint64_t max_memory = 0;
   /// --allowed_hosts: Host names answered besides IP literals, localhost and the machine's name.

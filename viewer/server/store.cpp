@@ -162,6 +162,7 @@ struct store::impl {
   store_options options;
 
   mutable std::mutex mutex_;
+  std::once_flag cache_cleaned_;  ///< clean_cache_once()
   mutable std::condition_variable changed_;  ///< queue / state changes, stop
   std::map<std::string, file_entry> files_;  ///< by absolute path as walked
   std::vector<std::string> order_;           ///< discovery order of files_ keys
@@ -543,11 +544,17 @@ struct store::impl {
       std::optional<index_key> key;
       try {
         key = index_key_of(path);
-        if (key && !options.cache_dir.empty()) summary = read_index_summary(*key, index_note);
+        const bool small = key && !options.cache_dir.empty() && key->size < options.index_min_bytes;
+        if (small) {
+          index_note = "skipped: the trace is under " + human_bytes(options.index_min_bytes) +
+                       ", parsed as fast as its index would be read";
+        }
+        if (key && !options.cache_dir.empty() && !small) summary = read_index_summary(*key, index_note);
         if (!summary) {
           const std::string why = index_note;
           std::unique_ptr<index_writer> writer;
-          if (key && !options.cache_dir.empty()) {
+          if (key && !options.cache_dir.empty() && !small) {
+            clean_cache_once();
             try {
               writer = std::make_unique<index_writer>(index_file_path(options.cache_dir, key->path), *key);
             } catch (const std::exception& e) {
@@ -563,6 +570,7 @@ struct store::impl {
               try {
                 writer->finish(summary_to_bytes(*sum));
                 index_note = why.empty() ? "written" : "rebuilt (" + why + ")";
+                index_note += keep_cache_budget(index_file_path(options.cache_dir, key->path));
               } catch (const std::exception& e) {
                 index_note = std::string("not written: ") + e.what();
               }
@@ -836,6 +844,30 @@ struct store::impl {
     return s;
   }
 
+  /// Once per store, before its first index write: temporaries that killed writers left in the
+  /// cache folder (index_cache.hpp).
+  void clean_cache_once() {
+    std::call_once(cache_cleaned_, [this] { remove_stale_temporaries(options.cache_dir); });
+  }
+
+  /// After an index was written to `written`: the folder pruned to the budget, never touching
+  /// the indexes of the traces this store holds. Returns the note's addition ("" when nothing
+  /// was evicted).
+  std::string keep_cache_budget(const std::string& written) {
+    if (options.cache_max == 0) return {};
+    std::vector<std::string> keep{written};
+    {
+      std::lock_guard lock(mutex_);
+      for (const auto& [path, entry] : files_) keep.push_back(index_file_path(options.cache_dir, path));
+    }
+    const prune_outcome p = prune_cache(options.cache_dir, options.cache_max, keep);
+    if (p.removed.empty()) return {};
+    std::uint64_t freed = 0;
+    for (const cache_entry& e : p.removed) freed += e.bytes;
+    return "; " + std::to_string(p.removed.size()) + " least recently used index(es) of " + human_bytes(freed) +
+           " evicted to keep the cache under " + human_bytes(options.cache_max);
+  }
+
   /// The summary of a valid index of `key` (nullptr otherwise: `note` says why, empty when
   /// there was none).
   std::shared_ptr<const file_summary> read_index_summary(const index_key& key, std::string& note) const {
@@ -850,6 +882,7 @@ struct store::impl {
       auto sum = std::make_shared<file_summary>(summary_from_bytes(idx.summary_bytes()));
       sum->generation = next_generation();
       note = "read";
+      mark_used(index_file_path(options.cache_dir, key.path));
       return sum;
     } catch (const std::exception& e) {
       note = std::string("corrupt: ") + e.what();
@@ -890,6 +923,7 @@ struct store::impl {
       trace_index idx;
       an::trace_model model;
       const bool model_ok = idx.open(file, *key) == index_status::ok && idx.read_model(model);
+      if (model_ok) mark_used(file);
       std::optional<timeline_columns> tl = columns.get();
       if (model_ok)
         p = build_profile(std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready, std::move(tl));
@@ -1351,6 +1385,7 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
       try {
         out = std::make_shared<span_bodies>(span_bodies_from_bytes(idx.summary_bytes()));
         out->from_cache = true;
+        mark_used(file);
         impl_->span_cache_reads_.fetch_add(1, std::memory_order_relaxed);
       } catch (const std::exception&) {
         out.reset();  // corrupt: computed and written again below
@@ -1368,7 +1403,9 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
     impl_->release_free_memory();
     if (!file.empty() && out->available) {
       try {
+        impl_->clean_cache_once();
         write_index(file, key, span_bodies_to_bytes(*out), an::trace_model{});
+        impl_->keep_cache_budget(file);
       } catch (const std::exception&) {
         // (An unwritable cache folder: the bodies are still served from memory.)
       }
@@ -1461,7 +1498,8 @@ void store::cache_body(const std::string& key, const std::string& body) const {
 }
 
 index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
-                          bool force) {
+                          bool force, std::uint64_t cache_max, std::uint64_t index_min_bytes,
+                          const std::vector<std::string>& keep) {
   index_outcome out;
   const auto t0 = clock_type::now();
   const std::optional<index_key> key = index_key_of(path);
@@ -1470,6 +1508,12 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     return out;
   }
   out.index_file = index_file_path(cache_dir, key->path);
+  if (key->size < index_min_bytes) {
+    out.ok = out.skipped = true;
+    out.note = "skipped: the trace is under " + human_bytes(index_min_bytes) +
+               ", parsed as fast as its index would be read";
+    return out;
+  }
   if (!force) {
     trace_index idx;
     const index_status st = idx.open(out.index_file, *key);
@@ -1489,6 +1533,8 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     std::string error;
     int error_number = 0;
     const std::string name = fs::path(key->path).filename().string();
+    static std::once_flag cleaned;  // temporaries of killed writers, once per process
+    std::call_once(cleaned, [&cache_dir] { remove_stale_temporaries(cache_dir); });
     index_writer writer(out.index_file, *key, index_writer::io::direct);
     auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
                                        &writer, 0, {}, /*serving=*/false);
@@ -1500,6 +1546,11 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     const file_summary sum = store::impl::make_summary(*p, store_options{}.max_summary_body_bytes);
     writer.finish(summary_to_bytes(sum));
     out.ok = true;
+    if (cache_max != 0) {
+      std::vector<std::string> kept = keep;
+      kept.push_back(out.index_file);
+      out.pruned = prune_cache(cache_dir, cache_max, kept);
+    }
   } catch (const std::exception& e) {
     out.error = path + ": " + e.what();
   }

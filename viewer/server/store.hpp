@@ -47,6 +47,7 @@
 #include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/report.hpp"
+#include "server/index_cache.hpp"
 #include "server/summary.hpp"
 
 namespace kinetoscope::server {
@@ -69,6 +70,15 @@ struct store_options {
   /// Where persisted indexes are read and written (trace_index.hpp); empty: none (every start
   /// parses every trace). `kinetoscope --logdir` passes default_cache_dir() unless --no_cache.
   std::string cache_dir;
+  /// The size budget of cache_dir's indexes (index_cache.hpp): after each index it writes, the
+  /// store evicts the least recently used ones of the folder until they fit, never those of
+  /// the traces it holds. 0: no limit. `kinetoscope --logdir` passes --cache_max, else
+  /// default_cache_max().
+  std::uint64_t cache_max = 0;
+  /// Traces smaller than this get no index (index_cache.hpp: parsing them is as fast);
+  /// /api/status notes "skipped". Default: index_min_trace_bytes() (1 MiB, or
+  /// $KINETOSCOPE_INDEX_MIN_SIZE).
+  std::uint64_t index_min_bytes = index_min_trace_bytes();
   /// The memory budget: the resident summaries (file_summary::bytes(), they always stay) plus
   /// the full profiles kept loaded (profile::heap_bytes()), least recently used evicted first
   /// once the two exceed it; 0: no limit. A profile in use by a request stays alive until the
@@ -211,14 +221,21 @@ struct index_outcome {
   bool up_to_date = false;  ///< a valid index was there already (nothing written)
   std::string index_file;
   std::string error;        ///< when !ok
-  std::string note;         ///< why an existing index was rebuilt ("stale: ...")
+  std::string note;         ///< why an existing index was rebuilt ("stale: ..."), or why none was
+                            ///< written ("skipped: ...", small trace)
+  bool skipped = false;     ///< a trace under index_min_bytes: no index, not an error
+  prune_outcome pruned;     ///< what the budget evicted after the write
   double seconds = 0;
 };
 /// Builds the persisted index of one trace file into `cache_dir` exactly as the server does at
 /// a load (parse, every view, summary, model columns), unless a valid one is there and `force`
 /// is false. For `kinetoscope index`, which runs it one process per file.
+/// Traces under `index_min_bytes` are skipped (index_outcome::skipped); after a write, the folder
+/// is pruned to `cache_max` (0: no limit), never touching the files in `keep` nor the new one.
 index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
-                          bool force);
+                          bool force, std::uint64_t cache_max = 0,
+                          std::uint64_t index_min_bytes = index_min_trace_bytes(),
+                          const std::vector<std::string>& keep = {});
 
 class store {
  public:

@@ -549,6 +549,21 @@ const trace_index::section* trace_index::find(std::uint32_t kind) const noexcept
   return nullptr;
 }
 
+std::optional<index_header_info> read_index_header(const std::string& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  file_header h{};
+  std::optional<index_header_info> out;
+  if (::pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) && std::memcmp(h.magic, magic, sizeof magic) == 0 &&
+      h.path_bytes <= max_path_bytes) {
+    std::string path(h.path_bytes, '\0');
+    if (::pread(fd, path.data(), path.size(), sizeof h) == static_cast<ssize_t>(path.size()))
+      out = index_header_info{std::move(path), h.version, h.source_size, h.source_mtime_ns};
+  }
+  ::close(fd);
+  return out;
+}
+
 index_status trace_index::open(const std::string& file, const index_key& key) {
   if (fd_ >= 0) ::close(fd_);
   sections_.clear();

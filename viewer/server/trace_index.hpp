@@ -88,6 +88,17 @@ enum class index_status : std::uint8_t {
   truncated,   ///< shorter (or longer) than its header says
   corrupt,     ///< a section outside the file, a checksum or a record out of range
 };
+/// The key an index file's header names (a trace's absolute path, or "span:..." for a span's
+/// cache file) and its format version, read without checking the rest (`kinetoscope cache
+/// list`); nullopt when the file is no index or its header is cut or inconsistent.
+struct index_header_info {
+  std::string source;
+  std::uint32_t version = 0;
+  std::uint64_t source_size = 0;
+  std::int64_t source_mtime_ns = 0;
+};
+std::optional<index_header_info> read_index_header(const std::string& file);
+
 /// "ok", "missing", "unreadable", "foreign", "version", "stale", "truncated", "corrupt".
 std::string_view index_status_name(index_status s) noexcept;
 
