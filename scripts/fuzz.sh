@@ -7,6 +7,8 @@
 #                                     findings go to build-fuzz/findings/TARGET/
 #   scripts/fuzz.sh --smoke [RUNS]    every target for RUNS inputs (default 2000) from its seed
 #                                     corpus; used by scripts/test.sh
+#   KINETOSCOPE_FUZZ_JOBS=N           a campaign on N processes (libFuzzer's -fork=N): N times
+#                                     the CPU time in the same wall time
 # TARGET: loader, url, api, tfevents, profile_config, index. Add each finding to tests/fuzz/corpus/TARGET/
 # once fixed, so the smoke run keeps checking it.
 # The loader also starts from seeds sampled at run time from the real third-party traces
@@ -71,7 +73,7 @@ if [ "${1:-}" = "--smoke" ]; then
 fi
 
 if [ $# -ne 2 ]; then
-  sed -n '3,17p' "$0"
+  sed -n '3,18p' "$0"
   exit 2
 fi
 target=$1
@@ -82,6 +84,8 @@ mkdir -p build-fuzz/corpus/"$target" build-fuzz/findings/"$target"
 dict=()
 [ "$target" = loader ] || [ "$target" = profile_config ] && dict=(-dict=tests/fuzz/json.dict)
 mapfile -t extra < <(extra_corpora "$target")
-exec build-fuzz/tests/fuzz/fuzz_"$target" "${dict[@]}" -max_total_time=$((minutes * 60)) -max_len=65536 \
+jobs=()
+[ "${KINETOSCOPE_FUZZ_JOBS:-1}" -gt 1 ] && jobs=(-fork="$KINETOSCOPE_FUZZ_JOBS")
+exec build-fuzz/tests/fuzz/fuzz_"$target" "${dict[@]}" "${jobs[@]}" -max_total_time=$((minutes * 60)) -max_len=65536 \
   -artifact_prefix=build-fuzz/findings/"$target"/ -print_final_stats=1 \
   build-fuzz/corpus/"$target" tests/fuzz/corpus/"$target" "${extra[@]}"
