@@ -5,6 +5,9 @@
 # the headless-browser test (web/tests/browser.mjs) and of the install consumers
 # (tests/install/consumers.sh), both -Werror build only, and the fuzz targets' corpus replays
 # (tests/fuzz/replay_main.cpp, both builds; libFuzzer campaigns are scripts/fuzz.sh's).
+# Before that line: each suite's time per build and the tests that took more than a third of
+# their timeout (scripts/test-times.py); the run fails if it changed ~/.cache/kinetoscope.
+# The golden tests read the real traces in ../shared beside the checkout (meson.build).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh --tests || exit 1
@@ -12,7 +15,7 @@ bash scripts/install-deps.sh --tests || exit 1
 status=0
 # The user's own index cache must come out of the run as it went in (tests/meson.build gives
 # every test its own HOME and XDG_CACHE_HOME).
-user_cache=${XDG_CACHE_HOME:-$HOME/.cache}/kinetoscope
+user_cache=${XDG_CACHE_HOME:-${HOME:-}/.cache}/kinetoscope
 cache_listing() { find "$user_cache" -printf '%p %s %T@\n' 2>/dev/null | sort; }
 cache_before=$(cache_listing)
 run_suite() {  # build-dir, extra meson test options, meson setup options...
