@@ -119,10 +119,12 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
       status = 1;
       continue;
     }
-    if (!r.skipped) written.push_back(r.index_file);
     if (r.skipped) {
       out << f << ": " << r.note << '\n';
-    } else if (r.up_to_date) {
+      continue;
+    }
+    written.push_back(r.index_file);
+    if (r.up_to_date) {
       out << f << ": up to date (" << r.index_file << ")\n";
     } else {
       char secs[32];

@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <signal.h>
 #include <system_error>
 
@@ -138,6 +140,21 @@ std::size_t remove_stale_temporaries(const std::string& cache_dir, std::chrono::
     if (::unlink(p.c_str()) == 0) ++removed;
   }
   return removed;
+}
+
+void remove_stale_temporaries_once(const std::string& cache_dir) {
+  static std::mutex mutex;
+  static std::set<std::string> done;
+  {
+    std::lock_guard lock(mutex);
+    if (!done.insert(cache_dir).second) return;
+  }
+  remove_stale_temporaries(cache_dir);
+}
+
+std::optional<std::string> small_trace_note(std::uint64_t trace_bytes, std::uint64_t min_bytes) {
+  if (trace_bytes >= min_bytes) return std::nullopt;
+  return "skipped: the trace is under " + human_bytes(min_bytes) + ", parsed as fast as its index would be read";
 }
 
 prune_outcome prune_cache(const std::string& cache_dir, std::uint64_t max_bytes, const std::vector<std::string>& keep) {

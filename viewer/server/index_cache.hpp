@@ -14,7 +14,7 @@
 ///   and every successful read sets it again (mark_used()).
 /// * **Temporaries.** An index is written to `<name>.ksidx.tmp.<pid>.<n>` and renamed into
 ///   place; a writer that was killed leaves its temporary behind. Each process that writes to
-///   the folder first removes the temporaries whose writer process no longer exists and that
+///   the folder (its first index_writer there) first removes the temporaries whose writer process no longer exists and that
 ///   are at least a minute old (the age guards against a pid already reused by a new writer,
 ///   and against writers on other machines of a shared folder, whose pids mean nothing here).
 /// * **Small traces.** A trace under index_min_trace_bytes is not indexed: parsing it takes
@@ -23,6 +23,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,14 @@ prune_outcome clear_cache(const std::string& cache_dir);
 /// modification time is at least `min_age` old; returns how many.
 std::size_t remove_stale_temporaries(const std::string& cache_dir,
                                      std::chrono::seconds min_age = std::chrono::seconds(60));
+
+/// remove_stale_temporaries(cache_dir) the first time this process asks for that folder, then
+/// nothing (index_writer's constructor calls it: every writer of a folder, once per process).
+void remove_stale_temporaries_once(const std::string& cache_dir);
+
+/// The note of a trace that gets no index because it is under `min_bytes` ("skipped: ..."),
+/// or nullopt when it is indexed; one wording for the server's /api/status and the CLI.
+std::optional<std::string> small_trace_note(std::uint64_t trace_bytes, std::uint64_t min_bytes);
 
 /// Sets the index file's modification time to now: it was just used (read).
 void mark_used(const std::string& file) noexcept;

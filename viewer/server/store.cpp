@@ -162,7 +162,6 @@ struct store::impl {
   store_options options;
 
   mutable std::mutex mutex_;
-  std::once_flag cache_cleaned_;  ///< clean_cache_once()
   mutable std::condition_variable changed_;  ///< queue / state changes, stop
   std::map<std::string, file_entry> files_;  ///< by absolute path as walked
   std::vector<std::string> order_;           ///< discovery order of files_ keys
@@ -544,17 +543,14 @@ struct store::impl {
       std::optional<index_key> key;
       try {
         key = index_key_of(path);
-        const bool small = key && !options.cache_dir.empty() && key->size < options.index_min_bytes;
-        if (small) {
-          index_note = "skipped: the trace is under " + human_bytes(options.index_min_bytes) +
-                       ", parsed as fast as its index would be read";
-        }
+        const std::optional<std::string> small =
+            key && !options.cache_dir.empty() ? small_trace_note(key->size, options.index_min_bytes) : std::nullopt;
+        if (small) index_note = *small;
         if (key && !options.cache_dir.empty() && !small) summary = read_index_summary(*key, index_note);
         if (!summary) {
           const std::string why = index_note;
           std::unique_ptr<index_writer> writer;
           if (key && !options.cache_dir.empty() && !small) {
-            clean_cache_once();
             try {
               writer = std::make_unique<index_writer>(index_file_path(options.cache_dir, key->path), *key);
             } catch (const std::exception& e) {
@@ -842,12 +838,6 @@ struct store::impl {
     s.rank = an::summarize_rank(p.model, p.report.overview);
     s.rank_id = p.model.distributed ? p.model.distributed->rank : -1;
     return s;
-  }
-
-  /// Once per store, before its first index write: temporaries that killed writers left in the
-  /// cache folder (index_cache.hpp).
-  void clean_cache_once() {
-    std::call_once(cache_cleaned_, [this] { remove_stale_temporaries(options.cache_dir); });
   }
 
   /// After an index was written to `written`: the folder pruned to the budget, never touching
@@ -1403,7 +1393,6 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
     impl_->release_free_memory();
     if (!file.empty() && out->available) {
       try {
-        impl_->clean_cache_once();
         write_index(file, key, span_bodies_to_bytes(*out), an::trace_model{});
         impl_->keep_cache_budget(file);
       } catch (const std::exception&) {
@@ -1508,10 +1497,9 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     return out;
   }
   out.index_file = index_file_path(cache_dir, key->path);
-  if (key->size < index_min_bytes) {
+  if (std::optional<std::string> small = small_trace_note(key->size, index_min_bytes)) {
     out.ok = out.skipped = true;
-    out.note = "skipped: the trace is under " + human_bytes(index_min_bytes) +
-               ", parsed as fast as its index would be read";
+    out.note = std::move(*small);
     return out;
   }
   if (!force) {
@@ -1533,8 +1521,6 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     std::string error;
     int error_number = 0;
     const std::string name = fs::path(key->path).filename().string();
-    static std::once_flag cleaned;  // temporaries of killed writers, once per process
-    std::call_once(cleaned, [&cache_dir] { remove_stale_temporaries(cache_dir); });
     index_writer writer(out.index_file, *key, index_writer::io::direct);
     auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
                                        &writer, 0, {}, /*serving=*/false);

@@ -21,6 +21,7 @@
 
 #include "nlohmann/json.hpp"
 #include "server/device_json.hpp"
+#include "server/index_cache.hpp"
 #include "zlib.h"
 
 namespace kinetoscope::server {
@@ -371,6 +372,7 @@ index_writer::index_writer(std::string file, index_key key, io mode) : file_(std
   std::error_code ec;
   fs::create_directories(fs::path(file_).parent_path(), ec);
   if (ec) throw std::runtime_error("cannot create " + fs::path(file_).parent_path().string() + ": " + ec.message());
+  remove_stale_temporaries_once(fs::path(file_).parent_path().string());  // killed writers' (index_cache.hpp)
   static std::atomic<std::uint64_t> serial{0};  // two writers of one file in a process
   tmp_ = file_ + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(serial.fetch_add(1));
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
