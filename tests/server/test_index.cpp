@@ -40,6 +40,7 @@
 
 #include "dist_job_writer.hpp"
 #include "../real_traces.hpp"
+#include "../scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
@@ -56,17 +57,9 @@ fs::path traces_dir() {
   return fs::path(s) / "traces";
 }
 
-struct scratch {
-  fs::path path;
-  explicit scratch(const std::string& tag) {
-    path = fs::temp_directory_path() / ("kinetoscope_test_index_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// Each test's folder: <tmp>/kinetoscope_test_index_<tag>_<pid> (tests/scratch_dir.hpp).
+struct scratch : kinetoscope::test::scratch {
+  explicit scratch(const std::string& tag) : kinetoscope::test::scratch("index_" + tag) {}
 };
 
 void copy_runs(const fs::path& logdir, std::initializer_list<const char*> runs) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../real_traces.hpp"
+#include "../scratch_dir.hpp"
 #include "../run_command.hpp"
 #include "server/index_cache.hpp"
 #include "server/store.hpp"
@@ -32,17 +33,9 @@ using json = nlohmann::json;
 
 namespace {
 
-struct scratch {
-  fs::path path;
-  explicit scratch(const std::string& tag) {
-    path = fs::temp_directory_path() / ("kinetoscope_test_cache_" + tag + "_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~scratch() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
+/// Each test's folder: <tmp>/kinetoscope_test_cache_<tag>_<pid> (tests/scratch_dir.hpp).
+struct scratch : kinetoscope::test::scratch {
+  explicit scratch(const std::string& tag) : kinetoscope::test::scratch("cache_" + tag) {}
 };
 
 std::string bin() {
