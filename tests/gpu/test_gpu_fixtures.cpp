@@ -5,7 +5,7 @@
 //     rejects an altered copy of them (so none of them passes by construction);
 //   - real PyTorch 2.11 traces (ResNet-18 with AMP and every profiler option, a gloo DDP pair)
 //     give the numbers below in `kinetoscope analyze --json`, with the plugin's rules and with
-//     --improved. Each number was checked once by hand against the trace (see the comments):
+//     kinetoscope's default rules (formerly --improved). Each number was checked once by hand against the trace (see the comments):
 //     kernel sums per step from the merged kernel intervals, step bounds from ProfilerStep#N
 //     and the GPU work they launched, operator device time from the External ids.
 #include <doctest/doctest.h>
@@ -207,7 +207,7 @@ TEST_CASE("GPU fixtures: cuda_sample on an H200, checked without a truth file") 
   // Every GPU record of our own traces belongs to an operator, under either rule set: 2326.405 us
   // of kernels, copies and memsets (summed from the trace), rounded per operator.
   const fs::path trace = gc::trace_files((data_dir() / "kinetoscope-h200" / "cuda_sample").string()).at(0);
-  for (const char* mode : {"", "--improved "}) {
+  for (const char* mode : {"--plugin_rules ", ""}) {
     const json doc = analyze(mode + quoted(trace));
     CHECK(device_self_sum(doc) == doctest::Approx(2326.4).epsilon(0.001));
     CHECK(step_names(doc) == std::vector<std::string>{"2", "3", "4"});
@@ -218,8 +218,8 @@ TEST_CASE("GPU fixtures: cuda_sample on an H200, checked without a truth file") 
 
 TEST_CASE("GPU fixtures: PyTorch 2.11 ResNet-18 (AMP, DataLoader, every profiler option) on an H200") {
   const fs::path trace = gc::trace_files((data_dir() / "pytorch-2.11-h200" / "resnet18").string()).at(0);
-  const json plugin = analyze(quoted(trace));
-  const json improved = analyze("--improved " + quoted(trace));
+  const json plugin = analyze("--plugin_rules " + quoted(trace));
+  const json improved = analyze(quoted(trace));  // kinetoscope's rules, the default
 
   for (const json* doc : {&plugin, &improved}) {
     // 518 kernels, 3264.336 us (sum of the trace's kernel durations); the table rounds each
@@ -314,8 +314,8 @@ TEST_CASE("GPU fixtures: PyTorch 2.11 DDP over gloo, two ranks on an H200") {
   // --improved attributes everything (3822 after rounding), addmm 125 -> 320 us.
   const fs::path rank0 = gc::trace_files(dir.string()).at(0);
   REQUIRE(rank0.filename().string().starts_with("rank0."));
-  const json plugin = analyze(quoted(dir) + " --worker rank0");
-  const json improved = analyze("--improved " + quoted(dir) + " --worker rank0");
+  const json plugin = analyze("--plugin_rules " + quoted(dir) + " --worker rank0");
+  const json improved = analyze(quoted(dir) + " --worker rank0");
   CHECK(device_self_sum(plugin) == 3431.0);
   CHECK(device_self_sum(improved) == 3822.0);
   CHECK((*op_row(plugin, "aten::addmm"))["device_self_us"] == 125.0);
@@ -421,7 +421,7 @@ TEST_CASE("GPU fixtures: PyTorch 2.11 bf16 + FP8 + FlashAttention, torch.compile
     const auto [launches, kernel_us] = kernel_totals(events);
     REQUIRE(launches > 0);
     // A rank is analysed through its run folder, so that the distributed view sees the job.
-    const json doc = analyze("--improved " + (f.comms.empty() ? quoted(trace) : quoted(trace.parent_path()) + " --worker rank0"));
+    const json doc = analyze(std::string() + (f.comms.empty() ? quoted(trace) : quoted(trace.parent_path()) + " --worker rank0"));
     int calls = 0;
     double total = 0;
     for (const json& k : doc["kernels"]["by_name"]) {

@@ -30,6 +30,7 @@
 #include "analysis/memory_view.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/report.hpp"
+#include "analysis/rules.hpp"
 #include "kinetoscope/trace_data.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "kinetoscope/tensorboard/tfevents.hpp"
@@ -240,8 +241,9 @@ struct direct {
     an::load_result r = an::load_trace(p.string());
     REQUIRE(r.ok());
     model = std::move(*r.model);
-    trees = an::build_op_tree(model);
-    report = an::compute_report(model, trees);
+    // The server's views follow kinetoscope's rules by default (docs/kinetoscope-rules.md).
+    trees = an::build_op_tree(model, an::rules().tree);
+    report = an::compute_report(model, trees, an::rules().report());
   }
 };
 
@@ -574,7 +576,7 @@ TEST_CASE("api: distributed routes on two_ranks equal compute_distributed") {
   std::vector<an::distributed_worker_input> in = {
       {"rank0", &r0.model, r0.trees.used_devices, an::distributed_steps(r0.report.overview)},
       {"rank1", &r1.model, r1.trees.used_devices, an::distributed_steps(r1.report.overview)}};
-  const an::distributed_result d = an::compute_distributed(in);
+  const an::distributed_result d = an::compute_distributed(in, an::rules().distributed);
   REQUIRE(d.available);
   const query_t q = {{"run", "two_ranks"}, {"worker", "All"}, {"span", "default"}};
 
@@ -1754,4 +1756,195 @@ TEST_CASE("api: /distributed/ranks on a generated 8-rank job equals analyze_job 
   CHECK(get(*s, "distributed/ranks", {{"run", "job"}, {"span", "9"}}).status == 404);
   CHECK(get(*s, "distributed/ranks", {{"run", "job"}, {"span", "1"}, {"top", "x"}}).status == 400);
   CHECK(get_json(*s, "distributed/ranks", {{"run", "job"}, {"span", "1"}, {"top", "0"}})["collectives"]["top"].empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The two rule sets on the API (docs/kinetoscope-rules.md, analysis/rules.hpp): `rules=` on any
+// analysis route, the store's set by default.
+
+#include "server/payloads.hpp"
+
+namespace {
+
+/// The analysis engine run directly on a trace file under rule set `set`, with the views the
+/// store computes for a profile (store::views()).
+struct direct_rules {
+  an::trace_model model;
+  an::op_trees trees;
+  kinetoscope::server::profile_views views;
+  direct_rules(const fs::path& p, an::rule_set set) {
+    an::load_result r = an::load_trace(p.string());
+    REQUIRE(r.ok());
+    model = std::move(*r.model);
+    const an::analysis_rules rules = an::rules(set);
+    trees = an::build_op_tree(model, rules.tree);
+    views.rules = set;
+    views.tree_stats = trees.stats;
+    views.used_devices = trees.used_devices;
+    views.report = an::compute_report(model, trees, rules.report());
+    views.tc_kernel_ratio = an::tc_kernel_ratio(model, trees);
+    views.eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(trees);
+    views.kernel_view = an::kernel_view_present(model, trees);
+    views.kernel_columns = an::kernel_view_metric_columns(model);
+  }
+};
+
+/// A payload as the API writes it (api.cpp's dump()).
+std::string body_of(const kinetoscope::server::payloads::ojson& j) {
+  return j.dump(-1, ' ', false, kinetoscope::server::payloads::ojson::error_handler_t::replace);
+}
+
+/// The operator names of /kernel/table?group_by=KernelNameAndOpName, and the sum of its raw
+/// totals.
+std::pair<std::set<std::string>, double> kernel_operators(const json& table) {
+  std::set<std::string> ops;
+  double total = 0;
+  for (const json& r : table["data"]["rows"]) {
+    ops.insert(r[1].get<std::string>());
+    total += r[9].get<double>();
+  }
+  return {ops, total};
+}
+
+}  // namespace
+
+TEST_CASE("api: rules= must be kinetoscope or plugin; /status names the store's rule set") {
+  store& s = *shared_fixture().s;
+  CHECK(get_json(s, "status")["rules"] == "kinetoscope");
+  const query_t q = profile_query("resnet50_v100", "worker0", "1");
+  for (const std::string bad : {"", "bogus", "Plugin", "KINETOSCOPE", "plugin ", "improved", "torch-tb-profiler"}) {
+    INFO("rules='" << bad << "'");
+    for (const std::string route : {"overview", "operation/table", "kernel/table", "kernel/tc_pie", "memory", "module",
+                                    "recommendations"}) {
+      INFO(route);
+      const api_response r = get(s, route, with(q, "rules", bad));
+      CHECK(r.status == 400);
+      CHECK(json::parse(r.body)["error"].get<std::string>().find("rules must be kinetoscope or plugin") == 0);
+    }
+    CHECK(get(s, "distributed/overlap", {{"run", "two_ranks"}, {"worker", "All"}, {"span", "default"}, {"rules", bad}}).status == 400);
+    CHECK(get(s, "views", {{"run", "two_ranks"}, {"rules", bad}}).status == 400);
+  }
+  // Both valid values are accepted everywhere, status included.
+  for (const char* good : {"plugin", "kinetoscope"}) {
+    CHECK(get(s, "overview", with(q, "rules", good)).status == 200);
+    CHECK(get_json(s, "status", {{"rules", good}})["rules"] == "kinetoscope");  // the store's, whatever is asked
+  }
+}
+
+TEST_CASE("api: /overview with rules=plugin equals the plugin's views computed directly; the default is kinetoscope's") {
+  store& s = *shared_fixture().s;
+  const query_t q = profile_query("two_ranks", "rank0", "default");
+  const std::string before = get(s, "overview", q).body;
+  const api_response plugin = get(s, "overview", with(q, "rules", "plugin"));
+  REQUIRE(plugin.status == 200);
+  const api_response ours = get(s, "overview", with(q, "rules", "kinetoscope"));
+  REQUIRE(ours.status == 200);
+  // Default and rules=kinetoscope: the same body, which is kinetoscope's.
+  CHECK(ours.body == before);
+  const fs::path trace = traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz";
+  const direct_rules p(trace, an::rule_set::plugin);
+  const direct_rules k(trace, an::rule_set::kinetoscope);
+  // Two workers in the span.
+  CHECK(plugin.body == body_of(kinetoscope::server::payloads::overview(p.views, 2)));
+  CHECK(ours.body == body_of(kinetoscope::server::payloads::overview(k.views, 2)));
+  // The two rule sets disagree on this trace (its NCCL kernels: K4), so rules= was not ignored.
+  CHECK(plugin.body != ours.body);
+  const json pj = json::parse(plugin.body);
+  const json kj = json::parse(ours.body);
+  CHECK(pj["performance"][0]["children"] != kj["performance"][0]["children"]);
+  // Asking for the plugin's rules left the default body as it was (separate caches).
+  CHECK(get(s, "overview", q).body == before);
+
+  // The same on a one-worker run, for the operator and kernel tables too.
+  const query_t rq = profile_query("resnet50_v100", "worker0", "1");
+  const direct_rules rp(traces_dir() / resnet_span1, an::rule_set::plugin);
+  CHECK(get(s, "overview", with(rq, "rules", "plugin")).body == body_of(kinetoscope::server::payloads::overview(rp.views, 1)));
+  CHECK(get(s, "operation/table", with(rq, "rules", "plugin")).body ==
+        body_of(kinetoscope::server::payloads::operation_table(rp.views, false)));
+  CHECK(get(s, "kernel/table", with(rq, "rules", "plugin")).body ==
+        body_of(kinetoscope::server::payloads::kernel_table(rp.views, false)));
+  CHECK(get(s, "kernel/tc_pie", with(rq, "rules", "plugin")).body ==
+        body_of(kinetoscope::server::payloads::kernel_tc_pie(rp.views)));
+  for (const std::string route : {"overview", "operation/table", "kernel/table", "kernel/tc_pie", "recommendations"}) {
+    INFO(route);
+    CHECK(get(s, route, with(rq, "rules", "kinetoscope")).body == get(s, route, rq).body);
+  }
+}
+
+TEST_CASE("api: the kernel table lists kernels without an operator as \"(no operator)\" under kinetoscope's rules only") {
+  store& s = *shared_fixture().s;
+  // diff_base has kernels launched outside every operator (zero-id runtimes and stale kernels).
+  const query_t q = with(profile_query("diff_base", "base", "default"), "group_by", "KernelNameAndOpName");
+  const fs::path trace = traces_dir() / "diff_base" / "base.pt.trace.json.gz";
+  const direct_rules k(trace, an::rule_set::kinetoscope);
+  const direct_rules p(trace, an::rule_set::plugin);
+  double by_name = 0;
+  for (const an::kernel_row& r : k.views.report.kernels_by_name) by_name += r.total_raw_us;
+
+  const json def = get_json(s, "kernel/table", q);
+  CHECK(def == get_json(s, "kernel/table", with(q, "rules", "kinetoscope")));
+  const auto [ours, ours_total] = kernel_operators(def);
+  CHECK(ours.count("(no operator)") == 1);
+  CHECK(ours.count("CallTreeRoot") == 0);
+  CHECK(ours_total == doctest::Approx(by_name));  // every kernel once
+  CHECK(def.dump() == json::parse(body_of(kinetoscope::server::payloads::kernel_table(k.views, true))).dump());
+
+  const json plugin = get_json(s, "kernel/table", with(q, "rules", "plugin"));
+  const auto [theirs, theirs_total] = kernel_operators(plugin);
+  CHECK(theirs.count("(no operator)") == 0);
+  CHECK(theirs.count("CallTreeRoot") == 1);
+  CHECK(plugin.dump() == json::parse(body_of(kinetoscope::server::payloads::kernel_table(p.views, true))).dump());
+  // The plugin leaves out the kernels no tree reaches (runtimes whose id no operator has).
+  CHECK(theirs_total < ours_total);
+}
+
+TEST_CASE("api: distributed routes with rules=plugin equal compute_distributed under the plugin's rules") {
+  store& s = *shared_fixture().s;
+  const query_t q = {{"run", "two_ranks"}, {"worker", "All"}, {"span", "default"}};
+  const direct_rules p0(traces_dir() / "two_ranks" / "rank0.pt.trace.json.gz", an::rule_set::plugin);
+  const direct_rules p1(traces_dir() / "two_ranks" / "rank1.pt.trace.json.gz", an::rule_set::plugin);
+  const std::vector<an::distributed_worker_input> in = {
+      {"rank0", &p0.model, p0.views.used_devices, an::distributed_steps(p0.views.report.overview)},
+      {"rank1", &p1.model, p1.views.used_devices, an::distributed_steps(p1.views.report.overview)}};
+  const an::distributed_result d = an::compute_distributed(in, an::rules(an::rule_set::plugin).distributed);
+  REQUIRE(d.available);
+  namespace pl = kinetoscope::server::payloads;
+  CHECK(get(s, "distributed/overlap", with(q, "rules", "plugin")).body == body_of(pl::distributed_overlap(d)));
+  CHECK(get(s, "distributed/waittime", with(q, "rules", "plugin")).body == body_of(pl::distributed_waittime(d)));
+  CHECK(get(s, "distributed/commops", with(q, "rules", "plugin")).body == body_of(pl::distributed_commops(d)));
+  CHECK(get(s, "distributed/gpuinfo", with(q, "rules", "plugin")).body == body_of(pl::distributed_gpuinfo(d)));
+  // The default and rules=kinetoscope: kinetoscope's numbers, which differ from the plugin's here.
+  for (const char* panel : {"overlap", "waittime", "commops"}) {
+    INFO(panel);
+    const std::string route = std::string("distributed/") + panel;
+    CHECK(get(s, route, with(q, "rules", "kinetoscope")).body == get(s, route, q).body);
+  }
+  CHECK(get(s, "distributed/overlap", q).body != get(s, "distributed/overlap", with(q, "rules", "plugin")).body);
+}
+
+TEST_CASE("api: a store under the plugin's rules answers them by default and kinetoscope's on request") {
+  temp_dir dir("plugin_rules");
+  copy_run("diff_base", dir.path);
+  store_options o;
+  o.logdir = dir.path.string();
+  o.rules = an::rule_set::plugin;
+  store s(o);
+  s.start();
+  REQUIRE(s.wait_idle(load_timeout));
+  CHECK(get_json(s, "status")["rules"] == "plugin");
+  const query_t q = with(profile_query("diff_base", "base", "default"), "group_by", "KernelNameAndOpName");
+  const json def = get_json(s, "kernel/table", q);
+  CHECK(def == get_json(s, "kernel/table", with(q, "rules", "plugin")));
+  CHECK(kernel_operators(def).first.count("CallTreeRoot") == 1);
+  CHECK(kernel_operators(def).first.count("(no operator)") == 0);
+  const json ours = get_json(s, "kernel/table", with(q, "rules", "kinetoscope"));
+  CHECK(kernel_operators(ours).first.count("(no operator)") == 1);
+  CHECK(kernel_operators(ours).first.count("CallTreeRoot") == 0);
+  // Each equals the shared store's answer for the same rule set.
+  store& shared = *shared_fixture().s;
+  CHECK(ours == get_json(shared, "kernel/table", q));
+  CHECK(def == get_json(shared, "kernel/table", with(q, "rules", "plugin")));
+  const query_t oq = profile_query("diff_base", "base", "default");
+  CHECK(get(s, "overview", oq).body == get(shared, "overview", with(oq, "rules", "plugin")).body);
+  CHECK(get(s, "overview", with(oq, "rules", "kinetoscope")).body == get(shared, "overview", oq).body);
 }

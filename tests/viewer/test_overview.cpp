@@ -688,26 +688,50 @@ TEST_CASE("recommendations: AMP rule needs a tensor-core capable GPU 0 and eligi
   }
 }
 
-TEST_CASE("recommendations: device memory at the limit; CPU memory is not compared (Q12 fixed)") {
+TEST_CASE("recommendations: device memory at the limit; kinetoscope's rule compares GPUs only (K6), the plugin's the CPU too (Q12)") {
   model_builder b;
   b.gpu("GPU", 16LL << 30, 8, 0);
-  b.memory(10, 0, -1, 1e15);                                   // CPU: huge, must not fire
+  b.memory(10, 0, -1, 1e15);                                   // CPU: huge
   b.memory(20, 1, 0, 0.8 * static_cast<double>(16LL << 30));
   b.memory(30, 1, 0, 0.95 * static_cast<double>(16LL << 30));  // peak 95 %
   b.memory(40, 1, 7, 1e15);                                    // device id outside deviceProperties
   const trace_model m = b.done();
   const op_trees t = build_op_tree(m);
   const overview_result ov = overview_with(100, 0, 0);
-  auto r = plugin_only(m, t, ov);
+  recommendation_options ours;
+  ours.extras = false;
+  ours.plugin_memory_rule = false;
+  auto r = compute_recommendations(m, t, ov, ours);
   REQUIRE(r.size() == 1);
   CHECK(r[0].rule == 7);
   CHECK(r[0].text.rfind("Device memory usage is at the limit of device memory capacity (95.0% of 16.0GB on GPU0).", 0) == 0);
+  // The plugin: the CPU's records (type 0, id -1) come first and meet deviceProperties[-1], the
+  // only (so last) GPU; it names that one and stops.
+  auto plugin = plugin_only(m, t, ov);
+  REQUIRE(plugin.size() == 1);
+  CHECK(plugin[0].text.rfind("Device memory usage is at the limit of device memory capacity (", 0) == 0);
+  CHECK(plugin[0].text.find("GB on GPU-1)") != std::string::npos);
+
+  // GPU 0 and GPU 1 both at the limit: ours names both, the plugin the first only.
+  model_builder two;
+  two.gpu("GPU", 16LL << 30, 8, 0);
+  two.gpu("GPU", 16LL << 30, 8, 0);
+  two.memory(20, 1, 1, 0.97 * static_cast<double>(16LL << 30));
+  two.memory(30, 1, 0, 0.95 * static_cast<double>(16LL << 30));
+  const trace_model tm = two.done();
+  const op_trees tt = build_op_tree(tm);
+  const auto both = compute_recommendations(tm, tt, ov, ours);
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].text.find("on GPU1)") != std::string::npos);
+  CHECK(both[1].text.find("on GPU0)") != std::string::npos);
+  CHECK(plugin_only(tm, tt, ov).size() == 1);
 
   model_builder low;
   low.gpu("GPU", 16LL << 30, 8, 0);
   low.memory(20, 1, 0, 0.9 * static_cast<double>(16LL << 30));  // exactly 90 %: no
   const trace_model lm = low.done();
   CHECK(plugin_only(lm, build_op_tree(lm), ov).empty());
+  CHECK(compute_recommendations(lm, build_op_tree(lm), ov, ours).empty());
 }
 
 TEST_CASE("recommendations: extras are flagged and fire on their thresholds") {

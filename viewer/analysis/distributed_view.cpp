@@ -446,6 +446,9 @@ std::vector<comm_record> communication_records(const trace_model& model, const s
     }
     if (index >= steps.size()) break;
   }
+  if (!options.outside_steps_label.empty())
+    for (comm_record& r : records)
+      if (!r.step) r.step = options.outside_steps_label;
   return records;
 }
 

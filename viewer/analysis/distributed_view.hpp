@@ -43,8 +43,12 @@ struct distributed_options {
   /// the host annotation's external id, so the GPU-side one overwrites it) and count in the
   /// role ranges exactly like host annotations (the plugin); false = they are ignored.
   bool gpu_annotations_as_host = true;
+  /// docs/kinetoscope-rules.md#k4: the step name given to collectives outside every kept step;
+  /// empty = none, which the panels show as "null" (the plugin).
+  std::string outside_steps_label;
 
-  static distributed_options improved() { return {true, false}; }
+  /// kinetoscope's rules (docs/kinetoscope-rules.md); analysis::rules() hands them out.
+  static distributed_options improved() { return {true, false, "outside steps"}; }
 };
 
 /// One kept step of a worker's Overview (after plugin-rules.md#step-extension extension and

@@ -101,7 +101,7 @@ std::uint32_t rank_summary::intern(std::string_view s) {
   return static_cast<std::uint32_t>(strings.size() - 1);
 }
 
-rank_summary summarize_rank(const trace_model& model, const overview_result& overview) {
+rank_summary summarize_rank(const trace_model& model, const overview_result& overview, bool collectives_by_name) {
   rank_summary out;
   interval_list compute, comm, loading;
   std::unordered_map<std::int64_t, std::size_t> by_external;  // record_param_comms -> collective
@@ -126,6 +126,39 @@ rank_summary summarize_rank(const trace_model& model, const overview_result& ove
       c.end = e.end();
       if (e.external_id != 0) by_external.emplace(e.external_id, out.collectives.size());
       out.collectives.push_back(std::move(c));
+    }
+  }
+  // docs/kinetoscope-rules.md#k4: traces whose record_param_comms carries no collective metadata
+  // (PyTorch before 2.1) still name each collective `<backend>:<name>`; those host ops are the
+  // collectives then (no group, no Seq, no size: matched by order within their name), and their
+  // kernels, by External id, give the device times.
+  if (collectives_by_name && out.collectives.empty() && kernels.empty()) {
+    static const collective_args none;
+    std::unordered_map<std::int64_t, std::size_t> launched;
+    for (const event& e : model.events) {
+      if (e.type != event_type::op && e.type != event_type::user_annotation) continue;
+      if (e.gpu_annotation) continue;
+      const std::string_view name = model.str(e.name);
+      if (!is_collective_name(name)) continue;
+      rank_collective c = make_collective(model, none, out);
+      c.name = out.intern(name.substr(name.find(':') + 1));
+      c.launch = c.start = e.ts;
+      c.end = e.end();
+      if (e.external_id != 0) launched.emplace(e.external_id, out.collectives.size());
+      out.collectives.push_back(std::move(c));
+    }
+    for (const event& e : model.events) {
+      if (e.type != event_type::kernel || e.external_id == 0) continue;
+      const auto it = launched.find(e.external_id);
+      if (it == launched.end()) continue;
+      rank_collective& c = out.collectives[it->second];
+      if (!c.on_device) {
+        c.start = e.ts;
+        c.end = e.end();
+        c.on_device = true;
+      } else {
+        c.end = std::max(c.end, e.end());
+      }
     }
   }
   // The kernel a record_param_comms launched shares its External id (Kineto links launches to the

@@ -81,7 +81,10 @@ struct rank_summary {
 };
 
 /// The summary of one trace; `overview` must be compute_overview() of `model`.
-rank_summary summarize_rank(const trace_model& model, const overview_result& overview);
+/// `collectives_by_name` (kinetoscope's rules, docs/kinetoscope-rules.md#k4): a trace without any
+/// collective metadata takes its `<backend>:<name>` host ops as its collectives.
+rank_summary summarize_rank(const trace_model& model, const overview_result& overview,
+                            bool collectives_by_name = false);
 
 /// One rank of the job. `summary` must stay valid during analyze_job().
 struct job_input {

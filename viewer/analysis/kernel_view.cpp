@@ -58,7 +58,6 @@ bool kernel_view_present(const trace_model& model, const op_trees& trees) {
 }
 
 std::vector<kernel_row> kernels_by_name(const trace_model& model, const op_trees& trees) {
-  (void)trees;
   struct acc {
     std::int64_t count = 0;
     double sum = 0, max = -std::numeric_limits<double>::infinity(), min = std::numeric_limits<double>::infinity();
@@ -88,7 +87,7 @@ std::vector<kernel_row> kernels_by_name(const trace_model& model, const op_trees
   for (const auto& a : accs) {
     kernel_row r;
     r.name = std::string(a.name);
-    r.tensor_cores_used = is_tc_kernel(a.name);
+    r.tensor_cores_used = trees.uses_tensor_cores(a.name);
     r.calls = a.count;
     r.total_raw_us = a.sum;
     r.total_us = py_round(a.sum);
@@ -107,6 +106,22 @@ std::vector<kernel_row> kernels_by_name(const trace_model& model, const op_trees
 std::vector<kernel_op_row> kernels_by_name_and_operator(const trace_model& model, const op_trees& trees) {
   std::vector<std::uint32_t> kernels;
   for (const auto& th : trees.threads) collect_kernels(trees, th.root, kernels);
+  const bool no_operator = trees.options.no_operator_label;
+  if (no_operator) {
+    // docs/kinetoscope-rules.md#k2: each kernel once (the plugin counts the stale kernels of the
+    // main root twice, Q10), and the kernels no tree reaches as well.
+    std::vector<bool> seen(trees.devices.size(), false);
+    std::vector<std::uint32_t> once;
+    once.reserve(kernels.size());
+    for (auto d : kernels)
+      if (!seen[d]) {
+        seen[d] = true;
+        once.push_back(d);
+      }
+    for (std::uint32_t d = 0; d < trees.devices.size(); ++d)
+      if (!seen[d] && trees.devices[d].type == event_type::kernel) once.push_back(d);
+    kernels = std::move(once);
+  }
 
   struct acc {
     kernel_op_row row;
@@ -119,7 +134,12 @@ std::vector<kernel_op_row> kernels_by_name_and_operator(const trace_model& model
     const event& e = model.events[k.event];
     const kernel_args* a = args_of(model, e);
     const double dur = k.end - k.start;
-    std::string op = k.op_name.empty() ? std::string("N/A") : std::string(k.op_name);
+    std::string op;
+    if (no_operator && (k.owner == no_index || trees.nodes[k.owner].kind == node_kind::root ||
+                        trees.nodes[k.owner].kind == node_kind::profiler_step))
+      op = std::string(no_operator_name);
+    else
+      op = k.op_name.empty() ? std::string("N/A") : std::string(k.op_name);
     std::string grid = dims_text(a, true);
     std::string block = dims_text(a, false);
     std::string regs = int_or_zero(a != nullptr && a->has_registers, a != nullptr ? a->registers_per_thread : 0);

@@ -312,6 +312,23 @@ prepared prepare(const trace_model& model, const op_trees& trees) {
   std::vector<std::int64_t> tids;
   p.records = collect_records(model, p.device_names, p.counts, tids);
   std::vector<record>& records = p.records;
+  if (trees.options.rebuild_memory_totals) {
+    // docs/kinetoscope-rules.md#k5: a device none of whose records has a total gets the running
+    // sum of its byte changes (records are in time order).
+    std::vector<char> has_total(p.device_names.size(), 0);
+    for (const record& r : records)
+      if (!std::isnan(r.total_allocated)) has_total[r.device] = 1;
+    std::vector<std::int64_t> running(p.device_names.size(), 0);
+    std::vector<char> rebuilt(p.device_names.size(), 0);
+    for (record& r : records) {
+      if (has_total[r.device] || !r.has_addr) continue;
+      sat_add(running[r.device], r.bytes);
+      r.total_allocated = static_cast<double>(running[r.device]);
+      if (std::isnan(r.total_reserved)) r.total_reserved = r.total_allocated;
+      rebuilt[r.device] = 1;
+    }
+    for (char b : rebuilt) p.counts.rebuilt_total_devices += b != 0 ? 1 : 0;
+  }
   // plugin-rules.md#memory-view attribution, thread by thread.
   p.processed.assign(trees.nodes.size(), 0);
   {

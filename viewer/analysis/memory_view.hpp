@@ -101,6 +101,10 @@ struct memory_counts {
   /// earlier one is silently replaced (quirk Q16 replicated, counted here).
   std::uint64_t replaced_allocations = 0;
   std::uint64_t repeated_frees = 0;          ///< unpaired frees of an address already freed unpaired
+  /// Devices whose records carry no "Total Allocated" at all and whose curve was rebuilt from the
+  /// running sum of "Bytes" (op_tree_options::rebuild_memory_totals, docs/kinetoscope-rules.md#k5;
+  /// "Total Reserved" is then unknown and drawn equal to the allocated total).
+  std::uint64_t rebuilt_total_devices = 0;
 };
 
 /// The Memory view of one trace file.

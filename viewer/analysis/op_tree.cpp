@@ -6,6 +6,7 @@
 
 #include "analysis/id_map.hpp"
 #include "analysis/sorting.hpp"
+#include "analysis/tensor_cores.hpp"
 
 #include <algorithm>
 #include <array>
@@ -171,9 +172,9 @@ void builder::pass1() {
     if (f == 0) {
       const std::string_view name = m_.str(id);
       f = known;
-      if (is_tc_kernel(name)) f |= tc_kernel;
-      if (is_plugin_comm_name(name)) f |= comm;
-      if (is_tc_eligible_op(name)) f |= tc_allow;
+      if (opt_.modern_tensor_cores ? kernel_uses_tensor_cores(name) : is_tc_kernel(name)) f |= tc_kernel;
+      if (opt_.all_collectives ? is_collective_name(name) : is_plugin_comm_name(name)) f |= comm;
+      if (opt_.modern_tensor_cores ? is_modern_tc_eligible_op(name) : is_tc_eligible_op(name)) f |= tc_allow;
       if (name == "DataParallel.forward") f |= dp;
       if (name == "DistributedDataParallel.forward") f |= ddp;
     }
@@ -303,7 +304,8 @@ void builder::pass1() {
           n.name_id = no_index;
         }
         n.tc_eligible_allow_list = n.name_id != no_index ? (flags_of(n.name_id) & tc_allow) != 0
-                                                         : is_tc_eligible_op(n.name);
+                                                         : opt_.modern_tensor_cores ? is_modern_tc_eligible_op(n.name)
+                                                                                    : is_tc_eligible_op(n.name);
         n.tc_eligible = n.tc_eligible_allow_list;
         std::uint32_t idx = new_node(std::move(n));
         if (t_.nodes[idx].kind == node_kind::pl_profile)
@@ -343,7 +345,8 @@ void builder::pass1() {
   }
 
   for (const auto& d : t_.devices) {
-    if (d.type == event_type::kernel && !comm_external_ids_.count(m_.events[d.event].external_id)) {
+    if (d.type == event_type::kernel && !comm_external_ids_.count(m_.events[d.event].external_id) &&
+        !(opt_.all_collectives && is_collective_kernel_name(d.name))) {  // K4: NCCL's kernels by name
       t_.has_kernel = true;
       break;
     }
@@ -546,7 +549,9 @@ void builder::apply_fallback(std::uint32_t root, std::int64_t tid) {
   for (auto rt : it->second) {
     runtime_node& r = t_.runtimes[rt];
     std::uint32_t owner = deepest_containing(root, r.start);
-    if (owner == root) continue;
+    // A step is no launcher (docs/kinetoscope-rules.md#k2): a runtime that only a step contains
+    // stays unattached, and the Kernel view lists its kernels under "(no operator)".
+    if (owner == root || t_.nodes[owner].kind == node_kind::profiler_step) continue;
     std::uint64_t kernels = 0;
     for (auto d : r.devices) kernels += t_.devices[d].type == event_type::kernel;
     if (t_.is_operator(owner)) t_.stats.kernels_by_fallback += kernels;
@@ -931,6 +936,7 @@ void builder::make_message() {
 }
 
 void builder::run() {
+  t_.options = opt_;
   pass1();
   attach_by_external_id();
   for (const auto& list : host_lists_) t_.threads.push_back(thread_tree{list.tid, build_thread(list, true)});
@@ -971,6 +977,51 @@ bool is_tc_kernel(std::string_view kernel_name) {
 
 bool is_tc_eligible_op(std::string_view op_name) {
   return std::find(tc_op_allow_list.begin(), tc_op_allow_list.end(), op_name) != tc_op_allow_list.end();
+}
+
+bool is_modern_tc_eligible_op(std::string_view op_name) {
+  // Operators PyTorch added after the plugin's list whose kernels are tensor-core GEMMs or
+  // attention (docs/kinetoscope-rules.md#k3).
+  static constexpr std::array<std::string_view, 20> added = {
+      "aten::_scaled_mm", "aten::_scaled_grouped_mm", "aten::_grouped_mm", "aten::_int_mm",
+      "aten::convolution_backward", "aten::einsum", "aten::_flash_attention_forward",
+      "aten::_flash_attention_backward", "aten::_efficient_attention_forward",
+      "aten::_efficient_attention_backward", "aten::_scaled_dot_product_flash_attention",
+      "aten::_scaled_dot_product_flash_attention_backward", "aten::_scaled_dot_product_efficient_attention",
+      "aten::_scaled_dot_product_efficient_attention_backward", "aten::_scaled_dot_product_cudnn_attention",
+      "aten::_scaled_dot_product_cudnn_attention_backward", "aten::scaled_dot_product_attention",
+      "aten::_addmm_activation", "aten::_cudnn_rnn", "aten::_cslt_sparse_mm"};
+  if (is_tc_eligible_op(op_name)) return true;
+  if (std::find(added.begin(), added.end(), op_name) != added.end()) return true;
+  // PyTorch >= 1.10 names autograd nodes with a numeric suffix ("MmBackward0"): the plugin's
+  // backward names match without it.
+  std::string_view base = op_name;
+  while (!base.empty() && base.back() >= '0' && base.back() <= '9') base.remove_suffix(1);
+  if (base.size() != op_name.size() && base.ends_with("Backward")) {
+    static constexpr std::array<std::string_view, 6> backward = {
+        "ConvolutionBackward", "ScaledDotProductFlashAttentionBackward",
+        "ScaledDotProductEfficientAttentionBackward", "ScaledDotProductCudnnAttentionBackward",
+        "LinearBackward", "ScaledMmBackward"};
+    return is_tc_eligible_op(base) || std::find(backward.begin(), backward.end(), base) != backward.end();
+  }
+  return false;
+}
+
+bool is_collective_name(std::string_view name) {
+  static constexpr std::array<std::string_view, 6> backends = {"nccl:", "gloo:", "mpi:", "ucc:", "xccl:", "hccl:"};
+  for (std::string_view b : backends)
+    if (name.size() > b.size() && name.starts_with(b)) return true;
+  return false;
+}
+
+bool is_collective_kernel_name(std::string_view kernel_name) {
+  return kernel_name.starts_with("ncclKernel") || kernel_name.starts_with("ncclDevKernel") ||
+         kernel_name.starts_with("rcclKernel") || kernel_name.starts_with("void ncclKernel") ||
+         kernel_name.starts_with("void ncclDevKernel");
+}
+
+bool op_trees::uses_tensor_cores(std::string_view kernel_name) const {
+  return options.modern_tensor_cores ? kernel_uses_tensor_cores(kernel_name) : is_tc_kernel(kernel_name);
 }
 
 std::optional<node_kind> classify_host_event(event_type type, std::string_view name, bool lightning) {
@@ -1061,14 +1112,16 @@ op_trees build_op_tree(const trace_model& model, const op_tree_options& options)
   return trees;
 }
 
-double tc_kernel_ratio(const trace_model& model) {
+namespace {
+template <class IsTc>
+double tc_kernel_ratio_by(const trace_model& model, IsTc&& is_tc_name) {
   // pandas: per-name sums, then the sum of the TC names' sums over the sum of all sums.
   std::unordered_map<std::uint32_t, std::size_t> index;
   std::vector<std::pair<double, bool>> sums;
   for (const auto& e : model.events) {
     if (e.type != event_type::kernel) continue;
     auto [it, inserted] = index.emplace(e.name, sums.size());
-    if (inserted) sums.emplace_back(0.0, is_tc_kernel(model.str(e.name)));
+    if (inserted) sums.emplace_back(0.0, is_tc_name(model.str(e.name)));
     sums[it->second].first += e.dur;
   }
   double total = 0;
@@ -1078,6 +1131,15 @@ double tc_kernel_ratio(const trace_model& model) {
     if (is_tc) tc += s;
   }
   return total > 0 ? tc / total : 0.0;
+}
+}  // namespace
+
+double tc_kernel_ratio(const trace_model& model) {
+  return tc_kernel_ratio_by(model, [](std::string_view n) { return is_tc_kernel(n); });
+}
+
+double tc_kernel_ratio(const trace_model& model, const op_trees& trees) {
+  return tc_kernel_ratio_by(model, [&](std::string_view n) { return trees.uses_tensor_cores(n); });
 }
 
 namespace {
@@ -1134,6 +1196,29 @@ gpu_tc_ratio tc_ratio_per_gpu(const trace_model& model, const op_trees& trees,
   if (!result.has_kernel) return result;
   for (auto id : gpu_ids) {
     double t = total.count(id) ? total[id] : 0.0;
+    result.ratio[id] = t > 0 ? (tc.count(id) ? tc[id] : 0.0) / t : 0.0;
+  }
+  return result;
+}
+
+gpu_tc_ratio tc_ratio_per_gpu_all_kernels(const trace_model& model, const op_trees& trees,
+                                          const std::set<std::int64_t>& gpu_ids) {
+  gpu_tc_ratio result;
+  std::map<std::int64_t, double> tc;
+  std::map<std::int64_t, double> total;
+  for (const device_node& dev : trees.devices) {
+    if (dev.type != event_type::kernel) continue;
+    const event& e = model.events[dev.event];
+    if (e.extra == no_index || e.extra >= model.kernels.size() || model.kernels[e.extra].device < 0) continue;
+    result.has_kernel = true;
+    const std::int64_t id = model.kernels[e.extra].device;
+    const double dur = dev.end - dev.start;
+    if (dev.tc_kernel) tc[id] += dur;
+    total[id] += dur;
+  }
+  if (!result.has_kernel) return result;
+  for (auto id : gpu_ids) {
+    const double t = total.count(id) ? total[id] : 0.0;
     result.ratio[id] = t > 0 ? (tc.count(id) ? tc[id] : 0.0) / t : 0.0;
   }
   return result;

@@ -71,6 +71,16 @@ inline constexpr std::string_view backward_root_prefix = "autograd::engine::eval
 bool is_tc_kernel(std::string_view kernel_name);
 /// Operator is on the plugin's tensor-core allow-list (exact name, plugin-rules.md#tensor-cores).
 bool is_tc_eligible_op(std::string_view op_name);
+/// docs/kinetoscope-rules.md#k3: the plugin's list, its backward names with PyTorch 2.x's `0`
+/// suffix, and the tensor-core operators added since (`aten::_scaled_mm`, the attention kernels).
+bool is_modern_tc_eligible_op(std::string_view op_name);
+/// docs/kinetoscope-rules.md#k4: a communication op of any backend PyTorch writes:
+/// `nccl:`, `gloo:`, `mpi:`, `ucc:`, `xccl:`, `hccl:` followed by a name.
+bool is_collective_name(std::string_view name);
+/// docs/kinetoscope-rules.md#k4: a kernel of NCCL/RCCL (`ncclKernel_*`, `ncclDevKernel_*`).
+bool is_collective_kernel_name(std::string_view kernel_name);
+/// The Kernel view's operator name of kernels that reach no operator under kinetoscope's rules.
+inline constexpr std::string_view no_operator_name = "(no operator)";
 
 // ---------------------------------------------------------------------------------------------
 // Nodes
@@ -317,10 +327,11 @@ struct thread_tree {
 
 /// How to build the tree.
 struct op_tree_options {
-  /// Beyond parity (plugin-rules.md#event-categories): when the id match attaches (almost) no
-  /// runtime — PyTorch 2.x traces whose runtime "External id" equals its correlation — attach every
-  /// runtime that matched no host node to the deepest node of its thread whose [start, end]
-  /// contains the runtime start. Default off = the plugin's numbers.
+  /// Beyond parity (plugin-rules.md#event-categories, docs/kinetoscope-rules.md#k2): a runtime
+  /// whose "External id" no host node has goes to the deepest node of its thread whose
+  /// [start, end] contains the runtime start (a step is no such node: then it stays unattached);
+  /// and when most runtimes' ids equal their correlation (PyTorch 2.x builds whose ids do not
+  /// match), those are placed that way too instead of by id. Default off = the plugin's numbers.
   bool time_containment_fallback = false;
   /// Beyond parity: `cuda_driver` calls link their kernels like runtime calls. The plugin drops
   /// them, so kernels launched through the driver API (cuBLAS's cuLaunchKernel in PyTorch 2.x,
@@ -340,6 +351,20 @@ struct op_tree_options {
   /// Kernel view then files their kernels under that module. Off: they hang under their
   /// thread's root, as runtimes with id 0 do. Default on = the plugin's numbers.
   bool idless_runtimes_to_first_idless_node = true;
+  /// docs/kinetoscope-rules.md#k3: kernels use tensor cores by kinetoscope's classifier
+  /// (tensor_cores.hpp) and the modern operators are tensor-core eligible. Off = the plugin's
+  /// 18 substrings and 45 operator names (plugin-rules.md#tensor-cores).
+  bool modern_tensor_cores = false;
+  /// docs/kinetoscope-rules.md#k4: every `<backend>:` host op (is_collective_name) is a
+  /// communication op for has_kernel; off = the plugin's ten names (Q5).
+  bool all_collectives = false;
+  /// docs/kinetoscope-rules.md#k2: the Kernel view files kernels without an operator under
+  /// "(no operator)", those no tree reaches included; off = "CallTreeRoot" and unreached ones
+  /// left out (Q10).
+  bool no_operator_label = false;
+  /// docs/kinetoscope-rules.md#k5: the Memory view rebuilds "Total Allocated" from the running
+  /// sum of "Bytes" when a device's memory events carry no totals; off = no curve (the plugin).
+  bool rebuild_memory_totals = false;
 };
 
 /// Counts describing how well runtimes and kernels were attributed (for diagnostics).
@@ -415,6 +440,12 @@ class op_trees {
   bool has_runtime = false;             ///< any runtime event
   bool fallback_used = false;           ///< the time-containment fallback attached runtimes
   attribution_stats stats;
+  /// The options the trees were built with: the views that read the trees follow the same rule
+  /// set (tensor-core classifier, "(no operator)", memory totals).
+  op_tree_options options;
+  /// Whether a kernel of this name uses tensor cores under `options` (kernel_uses_tensor_cores()
+  /// or the plugin's is_tc_kernel()).
+  bool uses_tensor_cores(std::string_view kernel_name) const;
 
   /// Whether node `i` is an operator in the sense of plugin-rules.md#operators.
   bool is_operator(std::uint32_t i) const;
@@ -435,6 +466,8 @@ op_trees build_op_tree(const trace_model& model, const op_tree_options& options 
 /// (plugin-rules.md#kernel-view): Σ dur of TC kernels / Σ dur of all kernel events (0 if no kernel
 /// time). Over ALL kernel events, in the tree or not.
 double tc_kernel_ratio(const trace_model& model);
+/// The same with the classifier of the trees' rule set (op_trees::uses_tensor_cores).
+double tc_kernel_ratio(const trace_model& model, const op_trees& trees);
 
 /// Eligible-op kernel ratio of recommendation 6 (plugin-rules.md#recommendations): Σ own-runtime
 /// kernel time of "bottom eligible" nodes (tc eligible, no eligible descendant; any node kind,
@@ -458,5 +491,9 @@ struct gpu_tc_ratio {
 /// `gpu_ids` = the GPU set of the GPU summary (distinct args "device" of kernel events).
 gpu_tc_ratio tc_ratio_per_gpu(const trace_model& model, const op_trees& trees,
                               const std::set<std::int64_t>& gpu_ids);
+/// docs/kinetoscope-rules.md#k3: the same ratio over every kernel event of each GPU (attributed
+/// or not), classified by op_trees::uses_tensor_cores; has_kernel = any kernel has a device.
+gpu_tc_ratio tc_ratio_per_gpu_all_kernels(const trace_model& model, const op_trees& trees,
+                                          const std::set<std::int64_t>& gpu_ids);
 
 }  // namespace kinetoscope::analysis

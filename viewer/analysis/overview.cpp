@@ -139,7 +139,7 @@ bool overview_result::shows(step_role role) const noexcept {
 }
 
 bool is_communication_name(std::string_view name, const overview_options& options) {
-  if (options.all_collectives) return starts_with(name, "nccl:") || starts_with(name, "gloo:");
+  if (options.all_collectives) return is_collective_name(name);
   return is_plugin_comm_name(name);
 }
 
@@ -161,7 +161,8 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
   interval_merger raw[step_role_count];
   double host_min = inf, host_max = -inf, global_min = inf, global_max = -inf;
   for (const event& e : model.events) {
-    if (!is_used_event(model, e)) continue;
+    const bool driver = options.driver_as_runtime && e.type == event_type::driver;
+    if (!driver && !is_used_event(model, e)) continue;
     const std::string_view name = model.str(e.name);
     if (is_lightning_op(model, e, name)) {
       global_min = std::min(global_min, e.ts);
@@ -173,11 +174,17 @@ role_ranges compute_role_ranges(const trace_model& model, const overview_options
     bool step = false;
     switch (e.type) {
       case event_type::kernel:
-        raw[idx(comm_ids.count(e.external_id) != 0 ? step_role::communication : step_role::kernel)].add(r);
+        raw[idx(comm_ids.count(e.external_id) != 0 || (options.all_collectives && is_collective_kernel_name(name))
+                    ? step_role::communication
+                    : step_role::kernel)]
+            .add(r);
         break;
       case event_type::memcpy: raw[idx(step_role::memcpy)].add(r); break;
       case event_type::memset: raw[idx(step_role::memset)].add(r); break;
-      case event_type::runtime: raw[idx(step_role::runtime)].add(r); break;
+      case event_type::runtime:
+      case event_type::driver:  // only with driver_as_runtime (filtered above)
+        raw[idx(step_role::runtime)].add(r);
+        break;
       case event_type::op:
       case event_type::user_annotation:
       case event_type::python:
@@ -610,7 +617,8 @@ overview_result compute_overview(const trace_model& model, const op_trees& trees
   const auto gpus = collect_gpu_kernels(model);
   for (const auto& [id, g] : gpus) out.gpu_ids.insert(id);
   if (gpus.empty()) return out;
-  const gpu_tc_ratio tc = tc_ratio_per_gpu(model, trees, out.gpu_ids);
+  const gpu_tc_ratio tc = options.tc_over_all_kernels ? tc_ratio_per_gpu_all_kernels(model, trees, out.gpu_ids)
+                                                       : tc_ratio_per_gpu(model, trees, out.gpu_ids);
   const double t0 = out.steps_start;
   const double t1 = out.steps_end;
   const double total = t1 - t0;

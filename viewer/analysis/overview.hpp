@@ -37,7 +37,9 @@ namespace kinetoscope::analysis {
 /// the plugin's numbers; `improved()` gives the fixed forms.
 struct overview_options {
   /// Q5: false = only the 5 NCCL + 5 Gloo collective names of the plugin are communication;
-  /// true = every `nccl:*` / `gloo:*` host op (all_to_all, _all_gather_base, send/recv, …) is.
+  /// true = every host op of a communication backend (is_collective_name: `nccl:`, `gloo:`,
+  /// `mpi:`, … with any name: all_to_all, _all_gather_base, send/recv, …) is, and so are NCCL's
+  /// kernels that no such op launched (docs/kinetoscope-rules.md#k4).
   bool all_collectives = false;
   /// Q4: true = `gpu_user_annotation` ranges (GPU timeline) count like host annotations: CPU
   /// Exec role, and a GPU-side `ProfilerStep#N` annotation is a step (the plugin); false = they
@@ -46,11 +48,21 @@ struct overview_options {
   /// Q17: drop incomplete tail steps (plugin-rules.md#tail-steps; the plugin always does). The
   /// dropped steps are reported in overview_result::notes either way.
   bool drop_tail_steps = true;
+  /// docs/kinetoscope-rules.md#k3: the GPU summary's tensor-core share over every kernel of the
+  /// GPU (tc_ratio_per_gpu_all_kernels); false = over the kernels attributed to operators (the
+  /// plugin, plugin-rules.md#gpu-summary).
+  bool tc_over_all_kernels = false;
+  /// docs/kinetoscope-rules.md#k2: `cuda_driver` calls (cuLaunchKernel) take the Runtime role
+  /// like runtime calls; false = they are no event of the breakdown (the plugin).
+  bool driver_as_runtime = false;
 
+  /// kinetoscope's rules (docs/kinetoscope-rules.md); analysis::rules() hands them out.
   static overview_options improved() {
     overview_options o;
     o.all_collectives = true;
     o.gpu_annotations_as_host = false;
+    o.tc_over_all_kernels = true;
+    o.driver_as_runtime = true;
     return o;
   }
 };

@@ -215,7 +215,7 @@ void rule_amp(const trace_model& model, const op_trees& trees, const overview_re
   if (!dev0.present || !dev0.has_compute_major || dev0.compute_major < 7) return;
   // The plugin's tc_used_ratio exists only when the Kernel role has ranges ("pure CPU run").
   if (!ov.has_kernel) return;
-  if (tc_kernel_ratio(model) != 0.0) return;
+  if (tc_kernel_ratio(model, trees) != 0.0) return;
   const double eligible = eligible_op_kernel_ratio(trees);
   if (!(eligible > 0.0)) return;
   // The kernel that takes the most time (none uses Tensor Cores here).
@@ -238,49 +238,76 @@ void rule_amp(const trace_model& model, const op_trees& trees, const overview_re
                     .done(recommendation_kind::amp, 6));
 }
 
-void rule_memory(const trace_model& model, std::vector<recommendation>& out) {
+/// Recommendation 7's text and target for one device.
+recommendation memory_limit_message(std::int64_t id, double peak, double total) {
+  return message{}
+      .text("Device memory usage is at the limit of device memory capacity (" + format_1f(peak / total * 100) +
+            "% of " + format_1f(total / 1024 / 1024 / 1024) + "GB on GPU" + std::to_string(id) +
+            "). To get better value of your GPU or to use larger batch size for training, please refer to ")
+      .link("Gradient Checkpoint", "https://pytorch.org/docs/stable/checkpoint.html")
+      .text(" or ")
+      .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
+      .text(".")
+      .target([&] {
+        recommendation_target t;
+        t.kind = target_kind::memory;
+        t.view = "Memory";
+        t.device = id;
+        return t;
+      }())
+      .done(recommendation_kind::memory_limit, 7);
+}
+
+void rule_memory(const trace_model& model, const recommendation_options& opt, std::vector<recommendation>& out) {
   if (model.devices.empty()) return;
-  // Peak "Total Allocated" per device, devices in first-seen order. Only CUDA devices: the
-  // plugin also compared the CPU (id −1) with the last GPU's memory (Q12, fixed).
-  std::vector<std::int64_t> order;
-  std::map<std::int64_t, double> peak;
+  // Peak "Total Allocated" per (Device Type, Device Id), in first-seen order.
+  std::vector<std::pair<std::int64_t, std::int64_t>> order;
+  std::map<std::pair<std::int64_t, std::int64_t>, double> peak;
+  // docs/kinetoscope-rules.md#k5: a device whose records carry no total at all is judged by the
+  // running sum of its byte changes, as the Memory view draws it (the plugin: not at all).
+  std::map<std::pair<std::int64_t, std::int64_t>, std::pair<double, double>> rebuilt;  // running, peak
   for (const event& e : model.events) {
     if (e.type != event_type::memory || e.extra == no_index || e.extra >= model.memory.size()) continue;
     const memory_args& m = model.memory[e.extra];
-    if (m.device_type != 1 || std::isnan(m.total_allocated)) continue;
-    auto [it, inserted] = peak.try_emplace(m.device_id, m.total_allocated);
+    const auto key = std::pair(m.device_type, m.device_id);
+    if (std::isnan(m.total_allocated)) {
+      if (!opt.plugin_memory_rule && m.has_addr) {
+        auto& [running, top] = rebuilt[key];
+        running += static_cast<double>(m.bytes);
+        top = std::max(top, running);
+      }
+      continue;
+    }
+    auto [it, inserted] = peak.try_emplace(key, m.total_allocated);
     if (inserted) {
-      order.push_back(m.device_id);
+      order.push_back(key);
     } else {
       it->second = std::max(it->second, m.total_allocated);
     }
   }
-  for (std::int64_t id : order) {
-    if (id < 0 || static_cast<std::size_t>(id) >= model.devices.size()) continue;  // Q18/Q20
-    const device_info& dev = model.devices[id];
+  for (const auto& [key, sums] : rebuilt)
+    if (peak.try_emplace(key, sums.second).second) order.push_back(key);
+  const auto n = static_cast<std::int64_t>(model.devices.size());
+  for (const auto& key : order) {
+    const auto [type, id] = key;
+    std::int64_t index = id;
+    if (opt.plugin_memory_rule) {
+      // The plugin skips device type -1, which no trace writes, so the CPU's records (type 0, id
+      // -1) meet deviceProperties[-1], the last GPU, in Python's indexing (quirk Q12). An index
+      // past the list makes it fail (Q18/Q20): skipped.
+      if (type == -1) continue;
+      if (index < 0) index += n;
+    } else if (type != 1) {
+      continue;  // docs/kinetoscope-rules.md#k6: GPUs only, each against its own capacity
+    }
+    if (index < 0 || index >= n) continue;
+    const device_info& dev = model.devices[static_cast<std::size_t>(index)];
     if (!dev.present || !dev.has_total_global_mem || dev.total_global_mem <= 0) continue;
     const double total = static_cast<double>(dev.total_global_mem);
-    const double p = peak[id];
+    const double p = peak[key];
     if (!(p > total * 0.9)) continue;
-    out.push_back(message{}
-                      .text("Device memory usage is at the limit of device memory capacity (" +
-                            format_1f(p / total * 100) + "% of " + format_1f(total / 1024 / 1024 / 1024) +
-                            "GB on GPU" + std::to_string(id) +
-                            "). To get better value of your GPU or to use larger batch size for training, "
-                            "please refer to ")
-                      .link("Gradient Checkpoint", "https://pytorch.org/docs/stable/checkpoint.html")
-                      .text(" or ")
-                      .link("Automatic Mixed Precision", "https://pytorch.org/docs/stable/amp.html")
-                      .text(".")
-                      .target([&] {
-                        recommendation_target t;
-                        t.kind = target_kind::memory;
-                        t.view = "Memory";
-                        t.device = id;
-                        return t;
-                      }())
-                      .done(recommendation_kind::memory_limit, 7));
-    break;
+    out.push_back(memory_limit_message(id, p, total));
+    if (opt.plugin_memory_rule) break;  // the plugin names the first device only
   }
 }
 
@@ -304,7 +331,14 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
       }
     }
   }
-  const bool many_short = kernels >= opt.min_kernels &&
+  // docs/kinetoscope-rules.md#k6: short launches say the GPU waits for the CPU only when the GPU
+  // is in fact idle much of the time.
+  bool gpu_busy = false;
+  if (opt.launch_overhead_needs_idle_gpu && !ov.gpus.empty()) {
+    gpu_busy = true;
+    for (const gpu_summary_row& g : ov.gpus) gpu_busy = gpu_busy && g.utilization >= opt.busy_gpu_utilization;
+  }
+  const bool many_short = !gpu_busy && kernels >= opt.min_kernels &&
                           static_cast<double>(short_kernels) >= opt.short_kernel_share * static_cast<double>(kernels);
   if (many_short) {
     std::string_view most;  // the kernel with the most short launches
@@ -329,7 +363,7 @@ void extra_launch_overhead(const trace_model& model, const op_trees& trees, cons
   }
 
   const double runtime_share = ov.average.total > 0 ? ov.average.runtime / ov.average.total : 0.0;
-  if (!ov.uses_gpu || !(runtime_share > opt.runtime_share) || ov.steps.empty()) return;
+  if (gpu_busy || !ov.uses_gpu || !(runtime_share > opt.runtime_share) || ov.steps.empty()) return;
   // Which runtime calls take the time (inside the steps).
   interval_list steps;
   for (const step_row& st : ov.steps) steps.push_back({st.start, st.end});
@@ -478,7 +512,7 @@ std::vector<recommendation> compute_recommendations(const trace_model& model, co
   rules_distributed(model, trees, overview, out);
   rule_gpu_utilization(overview, out);
   rule_amp(model, trees, overview, out);
-  rule_memory(model, out);
+  rule_memory(model, options, out);
   if (options.extras) {
     extra_launch_overhead(model, trees, overview, options, out);
     extra_synchronization(model, overview, options, out);

@@ -84,6 +84,14 @@ struct recommendation_options {
   /// (µs) and at least this share of the average step.
   double idle_gap_us = 1000;
   double idle_gap_share = 0.1;
+  /// Recommendation 7 as the plugin gives it: the CPU's peak compared with the last GPU's
+  /// capacity (Q12), the first device at the limit only. false = docs/kinetoscope-rules.md#k6:
+  /// each GPU against its own capacity, every one at the limit.
+  bool plugin_memory_rule = true;
+  /// docs/kinetoscope-rules.md#k6: the "many short launches" claim only when some GPU's
+  /// utilization is under busy_gpu_utilization.
+  bool launch_overhead_needs_idle_gpu = false;
+  double busy_gpu_utilization = 0.5;
 };
 
 /// All recommendations: the plugin's rules first in its order, then the extras (if enabled).

@@ -25,6 +25,7 @@
 #include "analysis/overview.hpp"
 #include "analysis/recommendations.hpp"
 #include "analysis/report.hpp"
+#include "analysis/rules.hpp"
 #include "server/payloads.hpp"
 #include "server/row_fields.hpp"
 #include "server/index_cache.hpp"
@@ -50,7 +51,8 @@ struct analyze_args {
   std::string diff_path;  // --diff: the experimental trace compared with PATH (the baseline)
   bool json = false;
   bool csv = false;
-  bool improved = false;  // the "better than the plugin" modes (all collectives, id fallback)
+  an::rule_set rules = an::rule_set::kinetoscope;  // --plugin_rules: torch-tb-profiler's numbers
+  bool improved = false;  // --improved (kinetoscope's rules before they were the default)
   std::uint64_t max_text_bytes = an::default_max_text_bytes;  // --max_file_size
   std::string cache_dir = server::default_cache_dir();      // --cache_dir; "" = --no_cache
 };
@@ -94,7 +96,11 @@ analyze_args parse(const std::vector<std::string>& args) {
       a.memory_range = std::pair{lo, hi};
     } else if (w == "--diff") {
       a.diff_path = value();
+    } else if (w == "--plugin_rules") {
+      a.rules = an::rule_set::plugin;
     } else if (w == "--improved") {
+      // Kinetoscope's rules were `--improved` before they became the default: accepted so that
+      // scripts keep working; it cannot be combined with --plugin_rules.
       a.improved = true;
     } else if (w == "--cache_dir") {
       a.cache_dir = value();
@@ -119,6 +125,8 @@ analyze_args parse(const std::vector<std::string>& args) {
   if (a.json && a.csv) throw usage_error{"--json and --csv exclude each other"};
   if (a.csv && a.view.empty()) a.view = "operators";
   if (a.view == "diff" && a.diff_path.empty()) throw usage_error{"--view diff needs --diff PATH2"};
+  if (a.improved && a.rules == an::rule_set::plugin)
+    throw usage_error{"--improved (kinetoscope's rules, the default) contradicts --plugin_rules"};
   return a;
 }
 
@@ -300,9 +308,10 @@ an::trace_model load_or_throw(const std::string& path, const an::load_options& l
 /// enough, as in the viewer and torch-tb-profiler: the view exists when they all communicate).
 /// `model` and `trees` are those of the chosen file (c.path), not loaded again.
 an::distributed_result distributed_of(const chosen& c, const an::trace_model& model, const an::op_trees& trees,
-                                      const an::op_tree_options& tree_options,
-                                      const an::overview_options& overview_options, const an::load_options& load,
+                                      const an::analysis_rules& rules, const an::load_options& load,
                                       const std::string& cache_dir) {
+  const an::op_tree_options& tree_options = rules.tree;
+  const an::overview_options& overview_options = rules.overview;
   std::vector<an::trace_file> files;
   for (const auto& f : c.run_files)
     if (f.span == c.span) files.push_back(f);
@@ -326,9 +335,7 @@ an::distributed_result distributed_of(const chosen& c, const an::trace_model& mo
     in.push_back({files[i].worker, &models[i], worker_trees.used_devices,
                   an::distributed_steps(an::compute_overview(models[i], worker_trees, overview_options))});
   }
-  an::distributed_options options;
-  if (overview_options.all_collectives) options = an::distributed_options::improved();
-  return an::compute_distributed(in, options);
+  return an::compute_distributed(in, rules.distributed);
 }
 
 // ---- CSV and tables ------------------------------------------------------------------------
@@ -418,7 +425,7 @@ void write_table(const std::string& title, const ojson& rows, const std::vector<
 
 std::string analyze_usage() {
   return "usage: kinetoscope analyze PATH [--worker W] [--span S] [--view V] [--json | --csv] [--diff PATH2]\n"
-         "                          [--improved] [--max_file_size SIZE]\n"
+         "                          [--plugin_rules] [--max_file_size SIZE]\n"
          "  PATH      a .pt.trace.json[.gz] file, or a run folder (one worker/span is chosen)\n"
          "  --worker  worker name (file name before the timestamp); default: the first\n"
          "  --span    span number (\"1\", \"2\", ... in time order, or \"default\"); default: the first\n"
@@ -438,11 +445,10 @@ std::string analyze_usage() {
          "  --max_file_size SIZE\n"
          "            refuse traces whose JSON text (after gunzip) is larger (default 16G;\n"
          "            K, M, G, T suffixes are powers of 1024)\n"
-         "  --improved  fix the plugin's blind spots: every nccl:*/gloo:* is communication, GPU\n"
-         "            annotations are not host time, kernels are attributed by time when ids\n"
-         "            do not match, kernels launched through the driver API (cuda_driver) belong\n"
-         "            to their operator, backward ops whose forward op lies outside every module\n"
-         "            are kept (default: torch-tb-profiler's numbers exactly)\n";
+         "  --plugin_rules  torch-tb-profiler 0.4.3's numbers exactly (docs/plugin-rules.md);\n"
+         "            default: kinetoscope's rules (docs/kinetoscope-rules.md: host steps only,\n"
+         "            every kernel attributed, modern tensor cores, every collective, ...)\n"
+         "  --improved  accepted for old scripts: kinetoscope's rules are the default\n";
 }
 
 int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -465,27 +471,19 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
     const an::trace_model& model = *loaded.model;
     const double load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-    an::op_tree_options tree_options;
-    an::overview_options overview_options;
-    if (a.improved) {
-      tree_options.time_containment_fallback = true;
-      tree_options.driver_as_runtime = true;
-      tree_options.keep_unresolved_backward = true;
-      tree_options.idless_runtimes_to_first_idless_node = false;
-      overview_options = an::overview_options::improved();
-    }
-    const an::op_trees trees = an::build_op_tree(model, tree_options);
+    const an::analysis_rules rules = an::rules(a.rules);
+    const an::op_trees trees = an::build_op_tree(model, rules.tree);
     const bool want_all = a.view.empty();
     auto wants = [&](std::string_view v) { return want_all || a.view == v; };
 
     ojson doc;
     doc["file"] = c.path;
     doc["run"] = c.run;
+    doc["rules"] = std::string(an::rule_set_name(a.rules));
     doc["worker"] = c.worker;
     doc["span"] = c.span;
     // Every requested single-trace view at once (two threads); same numbers as one by one.
-    an::report_options report_options;
-    report_options.overview = overview_options;
+    an::report_options report_options = rules.report();
     report_options.with_overview = wants("overview");
     report_options.with_operators = wants("operators") || wants("operators_by_shape");
     report_options.with_kernels = wants("kernels") || wants("kernels_by_operator");
@@ -519,10 +517,10 @@ int run_analyze(const std::vector<std::string>& args, std::ostream& out, std::os
       for (const auto& m : report.modules.rows) doc["modules"].push_back(module_json(m));
     }
     if (!c.run_files.empty() && (want_all || a.view == "distributed"))
-      doc["distributed"] = distributed_json(distributed_of(c, model, trees, tree_options, overview_options, load, a.cache_dir));
+      doc["distributed"] = distributed_json(distributed_of(c, model, trees, rules, load, a.cache_dir));
     if (!a.diff_path.empty() && (want_all || a.view == "diff")) {
       const an::trace_model other = load_or_throw(a.diff_path, load, a.cache_dir);
-      const an::op_trees other_trees = an::build_op_tree(other, tree_options);
+      const an::op_trees other_trees = an::build_op_tree(other, rules.tree);
       doc["diff"] = {{"baseline", c.path}, {"experimental", a.diff_path},
                      {"rows", diff_json(an::compute_diff(trees, other_trees))}};
     }

@@ -17,7 +17,8 @@
 namespace kinetoscope::cli {
 
 std::string index_usage() {
-  return "usage: kinetoscope index [--cache_dir DIR] [--cache_max SIZE] [--force] [--max_file_size SIZE] PATH...\n"
+  return "usage: kinetoscope index [--cache_dir DIR] [--cache_max SIZE] [--force] [--max_file_size SIZE]\n"
+         "                        [--plugin_rules] PATH...\n"
          "  Builds the index of each trace file (a folder: every trace below it) into the cache\n"
          "  folder that `kinetoscope --logdir` reads, so that the server starts without parsing.\n"
          "  One file per process scales out: find LOGDIR -name '*.pt.trace.json*' | xargs -P 8 -n 1\n"
@@ -30,6 +31,8 @@ std::string index_usage() {
          "                        0: no limit)\n"
          "  --force               rebuild even a valid index\n"
          "  --max_file_size SIZE  refuse larger JSON texts (default 16G), as the server's flag\n"
+         "  --plugin_rules        the index of a server started with --plugin_rules (each rule\n"
+         "                        set has index files of its own)\n"
          "  Traces under 1 MiB ($KINETOSCOPE_INDEX_MIN_SIZE) are skipped: parsing them is as\n"
          "  fast as reading an index. Prints one line per file; exit status 1 when some file\n"
          "  failed.\n";
@@ -38,6 +41,7 @@ std::string index_usage() {
 int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   std::string cache_dir;
   bool force = false;
+  analysis::rule_set rules = analysis::rule_set::kinetoscope;
   std::optional<std::uint64_t> cache_max;
   std::uint64_t max_text = std::uint64_t{16} << 30;
   std::vector<std::string> paths;
@@ -61,6 +65,8 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
     }
     if (a == "--force") {
       force = true;
+    } else if (a == "--plugin_rules") {
+      rules = analysis::rule_set::plugin;
     } else if (take("--cache_dir")) {
       if (value.empty()) {
         err << "kinetoscope index: --cache_dir is empty\n";
@@ -113,7 +119,7 @@ int run_index(const std::vector<std::string>& args, std::ostream& out, std::ostr
   int status = 0;
   std::vector<std::string> written;  // this run's indexes: never evicted by this run
   for (const std::string& f : files) {
-    const server::index_outcome r = server::index_trace(f, cache_dir, max_text, force, budget, min_bytes, written);
+    const server::index_outcome r = server::index_trace(f, cache_dir, max_text, force, budget, min_bytes, written, rules);
     if (!r.ok) {
       err << "kinetoscope index: " << r.error << '\n';
       status = 1;

@@ -139,31 +139,32 @@ std::vector<int> parse_tracks(const std::string& text) {
 /// The body of a profile route that reads nothing but the profile (no op trees, no memory
 /// range, no other profile): what a summary can keep. nullopt for the other routes and requests.
 /// Throws api_error on a bad parameter.
-std::optional<std::string> plain_body(const profile& pr, const api_request& r, std::size_t workers) {
+std::optional<std::string> plain_body(const profile& pr, const profile_views& v, const api_request& r,
+                                      std::size_t workers) {
   const std::string& route = r.route;
   const std::string* group = r.param("group_by");
   if (route == "memory" || route == "memory_events") {
     if (memory_range(r)) return std::nullopt;
     const auto unit = memory_unit(r, an::memory_size_unit::kb);
     const auto tunit = time_unit(r);
-    return dump(route == "memory" ? payloads::memory_stats(pr.report.memory, unit)
-                                  : payloads::memory_events(pr.report.memory, tunit, unit));
+    return dump(route == "memory" ? payloads::memory_stats(v.report.memory, unit)
+                                  : payloads::memory_events(v.report.memory, tunit, unit));
   }
   if (route == "memory_curve") {
     const auto unit = memory_unit(r, an::memory_size_unit::mb);
-    return dump(payloads::memory_curve(pr.report.memory, time_unit(r), unit));
+    return dump(payloads::memory_curve(v.report.memory, time_unit(r), unit));
   }
-  if (route == "overview") return dump(payloads::overview(pr, workers));
+  if (route == "overview") return dump(payloads::overview(v, workers));
   if (route == "operation")
-    return dump(payloads::operation_pies(pr, group != nullptr && *group == "OperationAndInputShape"));
+    return dump(payloads::operation_pies(v, group != nullptr && *group == "OperationAndInputShape"));
   if (route == "operation/table")
-    return dump(payloads::operation_table(pr, group != nullptr && *group == "OperationAndInputShape"));
-  if (route == "kernel") return dump(payloads::kernel_pie(pr));
-  if (route == "kernel/tc_pie") return dump(payloads::kernel_tc_pie(pr));
-  if (route == "kernel/table") return dump(payloads::kernel_table(pr, group != nullptr && *group != "Kernel"));
-  if (route == "module") return dump(payloads::module_view(pr));
-  if (route == "recommendations") return dump(payloads::recommendations(pr));
-  if (route == "diagnostics") return dump(payloads::diagnostics(pr));
+    return dump(payloads::operation_table(v, group != nullptr && *group == "OperationAndInputShape"));
+  if (route == "kernel") return dump(payloads::kernel_pie(v));
+  if (route == "kernel/tc_pie") return dump(payloads::kernel_tc_pie(v));
+  if (route == "kernel/table") return dump(payloads::kernel_table(v, group != nullptr && *group != "Kernel"));
+  if (route == "module") return dump(payloads::module_view(v));
+  if (route == "recommendations") return dump(payloads::recommendations(pr, v));
+  if (route == "diagnostics") return dump(payloads::diagnostics(pr, v));
   if (route == "timeline/tracks" && pr.timeline) return pr.timeline->tracks_json();
   if (route == "timeline/tracks" && pr.indexed_timeline) return pr.indexed_timeline->tracks_json;
   return std::nullopt;
@@ -189,6 +190,11 @@ class router {
       if (v.size() > max_param_bytes || k.size() > max_param_bytes || v.find('\0') != std::string::npos)
         throw api_error{400, "parameter " + k.substr(0, 64) + " is too long or holds a NUL byte"};
     const std::string& route = r_.route;
+    if (const std::string* rules = r_.param("rules")) {
+      const auto set = an::parse_rule_set(*rules);
+      if (!set) throw api_error{400, "rules must be kinetoscope or plugin (got '" + rules->substr(0, 64) + "')"};
+      if (*set != s_.options().rules) alt_ = *set;
+    }
     if (route == "runs") return runs();
     if (route == "status") return status();
     if (route == "errors") return errors();
@@ -210,6 +216,9 @@ class router {
  private:
   store& s_;
   const api_request& r_;
+  /// The request's `rules=` when it is not the store's rule set (docs/kinetoscope-rules.md):
+  /// its views are computed on demand (store::views()), never read from the summaries.
+  std::optional<an::rule_set> alt_;
 
   /// The query as part of a cache key: pairs sorted, unit-separated.
   std::string query_key() const {
@@ -291,6 +300,7 @@ class router {
       j["logdir"] = base.empty() ? name : base;
     }
     j["notes"] = s_.notes();
+    j["rules"] = std::string(an::rule_set_name(s_.options().rules));
     j["loading"] = s_.progress().loading;
     j["progress"] = progress_json();
     ojson files = ojson::array();
@@ -353,6 +363,7 @@ class router {
   /// cache folder, or computed here: the panels from store::distributed() while the job view
   /// is computed beside them).
   std::shared_ptr<const span_bodies> panels(const std::string& run, const std::string& span) {
+    if (alt_) return alt_panels(run, span);
     return s_.span_panels(run, span, [&] {
       span_bodies out;
       auto ranks = std::async(std::launch::async, [&]() -> std::string {
@@ -371,6 +382,61 @@ class router {
       out.bodies["ranks"] = ranks.get();
       return out;
     });
+  }
+
+  /// The span's Distributed bodies under the request's other rule set: from every worker's full
+  /// profile (503 while one loads) and its views under those rules (store::views()), kept in the
+  /// body cache under the members' generations.
+  std::shared_ptr<const span_bodies> alt_panels(const std::string& run, const std::string& span) {
+    std::vector<file_status> members;
+    std::uint64_t generation = 0xcbf29ce484222325ull;
+    for (const auto& f : s_.run_files(run))
+      if (f.span == span) {
+        members.push_back(f);
+        generation = (generation ^ f.summary->generation) * 0x100000001b3ull;
+      }
+    if (members.empty()) return nullptr;
+    const std::string key = std::string("alt-panels\x1d") + run + '\x1f' + span + '\x1d' +
+                            std::string(an::rule_set_name(*alt_)) + '\x1d' + std::to_string(generation);
+    auto out = std::make_shared<span_bodies>();
+    if (auto body = s_.cached_body(key)) {
+      const ojson j = ojson::parse(*body);
+      out->available = j.at("available").get<bool>();
+      for (const auto& [k, v] : j.at("bodies").items()) out->bodies[k] = v.get<std::string>();
+      return out;
+    }
+    const an::analysis_rules rules = an::rules(*alt_);
+    std::vector<std::shared_ptr<const profile>> profiles;
+    std::vector<std::shared_ptr<const alternate_views>> views;
+    for (const auto& f : members) {
+      full_result full = s_.acquire(run, f.worker, span, full_wait);
+      if (full.loading) throw api_error{503, "loading " + full.path + " for this view"};
+      if (!full.full) throw api_error{500, full.error.empty() ? "cannot load " + full.path : full.error};
+      views.push_back(s_.views(full.full, *alt_));
+      profiles.push_back(std::move(full.full));
+    }
+    std::vector<an::distributed_worker_part> parts(members.size());
+    std::vector<an::rank_summary> ranks(members.size());
+    std::vector<std::pair<std::string, const an::distributed_worker_part*>> named;
+    std::vector<an::job_input> job_in;
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const profile& p = *profiles[i];
+      parts[i] = an::prepare_distributed_worker(
+          {std::string(), &p.model, views[i]->used_devices, an::distributed_steps(views[i]->report.overview)},
+          rules.distributed);
+      ranks[i] = an::summarize_rank(p.model, views[i]->report.overview, rules.overview.all_collectives);
+      named.emplace_back(members[i].worker, &parts[i]);
+      job_in.push_back({members[i].worker, p.model.distributed ? p.model.distributed->rank : -1, &ranks[i]});
+    }
+    const an::distributed_result d = an::combine_distributed(named, /*keep_records=*/false);
+    out->available = d.available;
+    out->bodies["gpuinfo"] = dump(payloads::distributed_gpuinfo(d));
+    out->bodies["overlap"] = dump(payloads::distributed_overlap(d));
+    out->bodies["waittime"] = dump(payloads::distributed_waittime(d));
+    out->bodies["commops"] = dump(payloads::distributed_commops(d));
+    out->bodies["ranks"] = dump(payloads::distributed_ranks(an::analyze_job(job_in), span, default_top));
+    s_.cache_body(key, dump(ojson{{"available", out->available}, {"bodies", out->bodies}}));
+    return out;
   }
 
   api_response views() {
@@ -430,7 +496,7 @@ class router {
     const std::string& run = required(r_, "run");
     const std::string& span = required(r_, "span");
     loaded_run(run);
-    if (which == "ranks" && r_.param("top") != nullptr) return ranks(run, span);
+    if (which == "ranks" && r_.param("top") != nullptr && !alt_) return ranks(run, span);
     auto bodies = panels(run, span);
     if (!bodies) throw api_error{404, "could not find the span " + span + " of run " + run};
     const auto it = bodies->bodies.find(which);
@@ -457,7 +523,9 @@ class router {
     const std::string path = path_param ? *path_param : "0";
     check_diff_path(path);
     return cached(base->generation, [&] {
-      auto root = s_.diff(base, exp);
+      auto root = alt_ ? std::make_shared<const an::diff_node>(
+                             an::compute_diff(*s_.views(base, *alt_)->trees, *s_.views(exp, *alt_)->trees))
+                       : s_.diff(base, exp);
       const an::diff_node* node = an::find_diff_node(*root, path);
       if (node == nullptr) throw api_error{404, "could not find diff run for " + path};
       return dump(payloads::diff_node(*node));
@@ -501,8 +569,9 @@ class router {
     const std::string& span = required(r_, "span");
     auto sum = s_.find_summary(run, worker, span);
     if (!sum) throw api_error{404, "could not find the profile for " + run + "/" + worker + "/" + span};
-    // The views' default requests are answered from the resident summary.
-    if (auto it = sum->bodies.find(request_key(r_)); it != sum->bodies.end()) {
+    // The views' default requests are answered from the resident summary (its rule set's).
+    const bool timeline_route_ = route.starts_with("timeline");  // the timeline has no rules
+    if (auto it = sum->bodies.find(request_key(r_)); (!alt_ || timeline_route_) && it != sum->bodies.end()) {
       if (route != "overview") return json_ok(it->second);
       const std::size_t workers = workers_in_span(run, span);
       if (workers == 1) return json_ok(it->second);
@@ -515,19 +584,28 @@ class router {
     auto p = full_profile("run", "worker", "span", timeline_only);
     const profile& pr = *p;
     if (timeline_only) return timeline_route(route, pr);  // reads pr's timeline, model, generation only
+    // The views of the request's rule set: the profile's own, or computed for another one.
+    const std::shared_ptr<const alternate_views> alt = alt_ && !timeline_route_ ? s_.views(p, *alt_) : nullptr;
+    const profile_views& v = alt ? static_cast<const profile_views&>(*alt) : pr;
+    const auto trees_of = [&] { return alt ? alt->trees : s_.trees(p); };
     const auto range = route == "memory" || route == "memory_events" ? memory_range(r_) : std::nullopt;
     if (range) {
       // Validate before the cache lookup so bad input never hits a cached body.
       const auto unit = memory_unit(r_, an::memory_size_unit::kb);
       const auto tunit = time_unit(r_);
       return cached(pr.generation, [&] {
-        const bool filter = pr.report.memory.present;
+        const bool filter = v.report.memory.present;
         an::memory_parts parts;  // only what this route shows
         parts.curve = false;
         parts.stats = route == "memory";
         parts.events = route == "memory_events";
-        const an::memory_result ranged = filter ? memory_range_result(p, *range, parts) : an::memory_result{};
-        const an::memory_result& m = filter ? ranged : pr.report.memory;
+        an::memory_result ranged;
+        if (filter && alt) {
+          ranged = an::compute_memory(pr.model, *alt->trees, std::pair{range->first, range->second});
+        } else if (filter) {
+          ranged = memory_range_result(p, *range, parts);
+        }
+        const an::memory_result& m = filter ? ranged : v.report.memory;
         return dump(route == "memory" ? payloads::memory_stats(m, unit) : payloads::memory_events(m, tunit, unit));
       });
     }
@@ -538,14 +616,14 @@ class router {
       std::optional<std::string_view> shape;
       if (by_shape) shape = required(r_, "input_shape");
       return cached(pr.generation, [&] {
-        auto j = payloads::operation_stack(pr, *s_.trees(p), op, shape);
+        auto j = payloads::operation_stack(pr, v, *trees_of(), op, shape);
         if (!j) throw api_error{404, "could not find the call stack of operator " + op};
         return dump(*j);
       });
     }
     if (route == "tree") {
       return cached(pr.generation, [&] {
-        auto j = payloads::operator_tree(pr, *s_.trees(p));
+        auto j = payloads::operator_tree(pr, *trees_of());
         if (!j) throw api_error{404, "could not find the operator tree of this profile"};
         return dump(*j);
       });
@@ -553,7 +631,7 @@ class router {
     if (route == "timeline/tracks" && !pr.timeline) throw api_error{404, "no timeline for this profile: " + pr.timeline_error};
     const std::size_t workers = route == "overview" ? workers_in_span(run, span) : 1;
     return cached(pr.generation, [&] {
-      auto body = plain_body(pr, r_, workers);  // throws api_error on a bad parameter: not cached
+      auto body = plain_body(pr, v, r_, workers);  // throws api_error on a bad parameter: not cached
       if (!body) throw api_error{500, "no body for route " + route};
       return std::move(*body);
     }, route == "overview" ? std::to_string(workers) : "");
@@ -614,7 +692,7 @@ api_response error_response(unsigned status, std::string_view message) {
 std::string request_key(const api_request& request) {
   std::vector<std::pair<std::string, std::string>> q;
   for (const auto& kv : request.query)
-    if (kv.first != "run" && kv.first != "worker" && kv.first != "span") q.push_back(kv);
+    if (kv.first != "run" && kv.first != "worker" && kv.first != "span" && kv.first != "rules") q.push_back(kv);
   std::sort(q.begin(), q.end());
   std::string k = request.route;
   k += '\x1d';
@@ -655,7 +733,7 @@ std::map<std::string, std::string> canonical_bodies(const profile& p, std::size_
   for (const api_request& r : requests) {
     std::optional<std::string> body;
     try {
-      body = plain_body(p, r, 1);
+      body = plain_body(p, p, r, 1);
     } catch (const api_error&) {
       continue;  // not offered for this profile
     }

@@ -148,8 +148,8 @@ std::string_view recommendation_title(an::recommendation_kind k) {
 }
 
 /// The numbers a rule looked at, from the profile's views.
-ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
-  const an::overview_result& ov = p.report.overview;
+ojson recommendation_numbers(const an::recommendation& r, const profile& p, const profile_views& v) {
+  const an::overview_result& ov = v.report.overview;
   const double avg = ov.average.total;
   auto share = [&](double v) { return avg > 0 ? formats::py_round(100.0 * v / avg, 2) : 0.0; };
   auto us = [](double v) { return json_number(formats::py_round(v)); };  // as the Overview shows times
@@ -168,7 +168,7 @@ ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
       n["threshold_pct"] = 10.0;
       break;
     case an::recommendation_kind::ddp_instead_of_dp:
-      n["devices"] = p.used_devices.size();
+      n["devices"] = v.used_devices.size();
       break;
     case an::recommendation_kind::nccl_backend:
       n["world_size"] = p.model.distributed ? p.model.distributed->world_size : -1;
@@ -180,11 +180,11 @@ ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
       if (r.kind == an::recommendation_kind::low_gpu_utilization) n["threshold_pct"] = 50.0;
       break;
     case an::recommendation_kind::amp:
-      n["tensor_core_kernel_ratio"] = p.tc_kernel_ratio;
-      n["eligible_op_kernel_ratio"] = p.eligible_op_kernel_ratio;
+      n["tensor_core_kernel_ratio"] = v.tc_kernel_ratio;
+      n["eligible_op_kernel_ratio"] = v.eligible_op_kernel_ratio;
       break;
     case an::recommendation_kind::memory_limit:
-      for (const auto& d : p.report.memory.devices)
+      for (const auto& d : v.report.memory.devices)
         if (d.capacity_bytes) {
           n[d.device + "_peak_allocated_bytes"] = d.peak_allocated_bytes;
           n[d.device + "_capacity_bytes"] = *d.capacity_bytes;
@@ -196,7 +196,7 @@ ojson recommendation_numbers(const an::recommendation& r, const profile& p) {
       n["avg_step_us"] = us(avg);
       n["avg_runtime_us"] = us(ov.average.runtime);
       n["runtime_pct"] = share(ov.average.runtime);
-      n["kernels"] = p.tree_stats.kernels;
+      n["kernels"] = v.tree_stats.kernels;
       break;
   }
   return n;
@@ -221,8 +221,8 @@ std::string step_tooltip(std::string_view step, std::string_view role, double va
   return s;
 }
 
-ojson overview(const profile& p, std::size_t workers) {
-  const an::overview_result& ov = p.report.overview;
+ojson overview(const profile_views& v, std::size_t workers) {
+  const an::overview_result& ov = v.report.overview;
   ojson j;
   // The step fields (server/row_fields.hpp): the name, then each shown role with its tooltip.
   ojson columns = ojson::array();
@@ -261,10 +261,12 @@ ojson overview(const profile& p, std::size_t workers) {
   }
   j["performance"] = std::move(performance);
 
-  std::vector<an::recommendation> plugin_rules;
-  for (const auto& r : p.report.recommendations)
-    if (!r.extra) plugin_rules.push_back(r);
-  j["recommendations"] = an::recommendations_html(plugin_rules);
+  // The plugin's Overview lists its seven rules only; under kinetoscope's rules the Overview lists
+  // what the Recommendations view lists (docs/kinetoscope-rules.md#k6).
+  std::vector<an::recommendation> listed;
+  for (const auto& r : v.report.recommendations)
+    if (!r.extra || v.rules != an::rule_set::plugin) listed.push_back(r);
+  j["recommendations"] = an::recommendations_html(listed);
   j["environments"] = ojson::array({{{"title", "Number of Worker(s)"}, {"value", std::to_string(workers)}},
                                     {{"title", "Device Type"}, {"value", ov.uses_gpu ? "GPU" : "CPU"}}});
   const std::vector<an::gpu_summary_item> items = an::gpu_summary_items(ov);
@@ -276,8 +278,8 @@ ojson overview(const profile& p, std::size_t workers) {
   return j;
 }
 
-ojson operation_pies(const profile& p, bool by_shape) {
-  const an::operator_pies& pies = by_shape ? p.report.pies_by_shape : p.report.pies_by_name;
+ojson operation_pies(const profile_views& v, bool by_shape) {
+  const an::operator_pies& pies = by_shape ? v.report.pies_by_shape : v.report.pies_by_name;
   ojson j;
   j["device_total_time"] = pie_json("Device Total Time (us)", pies.device_total);
   j["device_self_time"] = pie_json("Device Self Time (us)", pies.device_self);
@@ -286,17 +288,17 @@ ojson operation_pies(const profile& p, bool by_shape) {
   return j;
 }
 
-ojson operation_table(const profile& p, bool by_shape) {
-  const bool dev = p.report.device_columns;
+ojson operation_table(const profile_views& v, bool by_shape) {
+  const bool dev = v.report.device_columns;
   ojson data = ojson::array();
-  for (const auto& r : by_shape ? p.report.operators_by_shape : p.report.operators_by_name)
+  for (const auto& r : by_shape ? v.report.operators_by_shape : v.report.operators_by_name)
     data.push_back(operator_row_json(r, by_shape, dev, false));
   return {{"metadata", operator_metadata(dev)}, {"data", std::move(data)}};
 }
 
-std::optional<ojson> operation_stack(const profile& p, const an::op_trees& trees, std::string_view op_name,
+std::optional<ojson> operation_stack(const profile& p, const profile_views& v, const an::op_trees& trees, std::string_view op_name,
                                      std::optional<std::string_view> input_shape) {
-  const bool dev = p.report.device_columns;
+  const bool dev = v.report.device_columns;
   const std::vector<an::operator_row> rows = an::operator_stack_rows(p.model, trees, op_name, input_shape, dev);
   if (rows.empty()) return std::nullopt;
   ojson data = ojson::array();
@@ -304,31 +306,31 @@ std::optional<ojson> operation_stack(const profile& p, const an::op_trees& trees
   return ojson{{"metadata", operator_metadata(dev)}, {"data", std::move(data)}};
 }
 
-ojson kernel_pie(const profile& p) {
-  if (!p.kernel_view) return nullptr;
+ojson kernel_pie(const profile_views& v) {
+  if (!v.kernel_view) return nullptr;
   ojson rows = ojson::array();
-  for (const auto& k : p.report.kernels_by_name) rows.push_back({k.name, json_number(k.total_raw_us)});
+  for (const auto& k : v.report.kernels_by_name) rows.push_back({k.name, json_number(k.total_raw_us)});
   return {{"total", {{"columns", ojson::array({column("string", "name"), column("number", "value")})},
                      {"rows", std::move(rows)}}}};
 }
 
-ojson kernel_tc_pie(const profile& p) {
-  if (!p.kernel_view) return nullptr;
-  const double r = p.tc_kernel_ratio;
+ojson kernel_tc_pie(const profile_views& v) {
+  if (!v.kernel_view) return nullptr;
+  const double r = v.tc_kernel_ratio;
   return {{"total", {{"columns", ojson::array({column("string", "name"), column("number", "value")})},
                      {"rows", ojson::array({ojson::array({"Using Tensor Cores", r}),
                                             ojson::array({"Not Using Tensor Cores", 1.0 - r})})}}}};
 }
 
-ojson kernel_table(const profile& p, bool by_operator) {
-  if (!p.kernel_view) return nullptr;
-  const fields::kernel_fields shown{p.kernel_columns.blocks_per_sm, p.kernel_columns.occupancy};
+ojson kernel_table(const profile_views& v, bool by_operator) {
+  if (!v.kernel_view) return nullptr;
+  const fields::kernel_fields shown{v.kernel_columns.blocks_per_sm, v.kernel_columns.occupancy};
   ojson columns = by_operator ? api_columns<an::kernel_op_row>(shown) : api_columns<an::kernel_row>(shown);
   ojson rows = ojson::array();
   if (by_operator) {
-    for (const auto& k : p.report.kernels_by_operator) rows.push_back(api_array(k, shown));
+    for (const auto& k : v.report.kernels_by_operator) rows.push_back(api_array(k, shown));
   } else {
-    for (const auto& k : p.report.kernels_by_name) rows.push_back(api_array(k, shown));
+    for (const auto& k : v.report.kernels_by_name) rows.push_back(api_array(k, shown));
   }
   return {{"metadata", {{"sort", "Total Duration (us)"}}},
           {"data", {{"columns", std::move(columns)}, {"rows", std::move(rows)}}}};
@@ -436,8 +438,8 @@ ojson memory_events(const an::memory_result& m, an::memory_time_unit time_unit, 
   return j;
 }
 
-ojson module_view(const profile& p) {
-  const an::module_view_result& v = p.report.modules;
+ojson module_view(const profile_views& views) {
+  const an::module_view_result& v = views.report.modules;
   if (v.kind == an::module_view_kind::none) return nullptr;
   ojson columns = ojson::array();
   fields::for_each_field(an::module_row{}, [&](const fields::field& f, const ojson&) {
@@ -641,20 +643,20 @@ static ojson recommendation_target_json(const an::recommendation_target& t, cons
   return j;
 }
 
-ojson recommendations(const profile& p) {
+ojson recommendations(const profile& p, const profile_views& v) {
   ojson out = ojson::array();
-  for (const auto& r : p.report.recommendations)
+  for (const auto& r : v.report.recommendations)
     out.push_back({{"title", recommendation_title(r.kind)},
                    {"rule", r.rule},
                    {"extra", r.extra},
                    {"text", r.text},
                    {"html", r.html},
-                   {"numbers", recommendation_numbers(r, p)},
+                   {"numbers", recommendation_numbers(r, p, v)},
                    {"target", recommendation_target_json(r.target, p)}});
   return out;
 }
 
-ojson diagnostics(const profile& p) { return diagnostics(p.model, p.tree_stats, p.load_seconds, p.file_bytes); }
+ojson diagnostics(const profile& p, const profile_views& v) { return diagnostics(p.model, v.tree_stats, p.load_seconds, p.file_bytes); }
 
 ojson diagnostics(const an::trace_model& model, const an::attribution_stats& st, double load_seconds,
                   std::uint64_t file_bytes) {

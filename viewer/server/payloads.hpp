@@ -33,28 +33,28 @@ using ojson = nlohmann::ordered_json;
 ojson json_number(double v);
 
 /// `/api/overview` (plugin shape). `workers` = number of workers of the run in this span.
-ojson overview(const profile& p, std::size_t workers);
+ojson overview(const profile_views& v, std::size_t workers);
 /// The step tooltip of /api/overview: `<div class="visualization-tooltip" ...>Step 5<br>Total:
 /// 187948us<br> <b>Kernel: 98598us</b><br>Percentage: 52.46%</div>`.
 std::string step_tooltip(std::string_view step, std::string_view role, double value, double total);
 
 /// `/api/operation` (plugin shape): the four pies, of the groups by name, or by name and input
 /// shape when `by_shape` (`group_by=OperationAndInputShape`; slices keep the bare name).
-ojson operation_pies(const profile& p, bool by_shape);
+ojson operation_pies(const profile_views& v, bool by_shape);
 /// `/api/operation/table` (plugin shape).
-ojson operation_table(const profile& p, bool by_shape);
+ojson operation_table(const profile_views& v, bool by_shape);
 /// `/api/operation/stack` (plugin shape) from the profile's op trees (store::trees()); nullopt
 /// when no row has that key.
-std::optional<ojson> operation_stack(const profile& p, const analysis::op_trees& trees, std::string_view op_name,
+std::optional<ojson> operation_stack(const profile& p, const profile_views& v, const analysis::op_trees& trees, std::string_view op_name,
                                      std::optional<std::string_view> input_shape);
 
 /// `/api/kernel` (plugin shape); null without kernels.
-ojson kernel_pie(const profile& p);
+ojson kernel_pie(const profile_views& v);
 /// `/api/kernel/tc_pie` (plugin shape); null without kernels.
-ojson kernel_tc_pie(const profile& p);
+ojson kernel_tc_pie(const profile_views& v);
 /// `/api/kernel/table` (plugin shape; group_by Kernel by name, KernelNameAndOpName by properties +
 /// operator); null without kernels.
-ojson kernel_table(const profile& p, bool by_operator);
+ojson kernel_table(const profile_views& v, bool by_operator);
 
 /// `/api/memory` (plugin shape) of `m` (the profile's memory view, possibly range-filtered).
 ojson memory_stats(const analysis::memory_result& m, analysis::memory_size_unit unit);
@@ -66,7 +66,7 @@ ojson memory_events(const analysis::memory_result& m, analysis::memory_time_unit
                     analysis::memory_size_unit size_unit);
 
 /// `/api/module` (plugin shape); null without module data.
-ojson module_view(const profile& p);
+ojson module_view(const profile_views& v);
 /// `/api/tree` (plugin shape): the operator tree of "the first tree" (op_trees::first_tree(); the
 /// first Lightning tree on Lightning traces) as nested `{"name", "start_time", "end_time" (absolute
 /// µs), "type", "tid", "children"}`, the Module view's timeline; runtimes and kernels left out.
@@ -90,10 +90,10 @@ ojson distributed_ranks(const analysis::job_result& j, std::string_view span, st
 ojson diff_node(const analysis::diff_node& node);
 
 /// `/api/recommendations`: `[{"title", "text", "html", "numbers": {name: value}}]`.
-ojson recommendations(const profile& p);
+ojson recommendations(const profile& p, const profile_views& v);
 
 /// `/api/diagnostics`: as `kinetoscope analyze --view diagnostics --json`.
-ojson diagnostics(const profile& p);
+ojson diagnostics(const profile& p, const profile_views& v);
 /// The same from a model and its op trees' statistics (`kinetoscope analyze --view diagnostics`).
 ojson diagnostics(const analysis::trace_model& model, const analysis::attribution_stats& stats, double load_seconds,
                   std::uint64_t file_bytes);

@@ -193,6 +193,7 @@ std::string serve_usage() {
          "                   [--path_prefix /PATH] [--reload_interval SECONDS] [--threads N]\n"
          "                   [--follow_symlinks] [--max_file_size SIZE] [--allowed_hosts NAMES]\n"
          "                   [--max_memory SIZE] [--cache_dir DIR | --no_cache] [--cache_max SIZE]\n"
+         "                   [--plugin_rules]\n"
          "  --logdir DIR              folder of runs (<run>/<worker>.pt.trace.json[.gz]) to serve\n"
          "  --port N                  TCP port (default 6006; 0: any free port)\n"
          "  --host ADDR               address or name to listen on (default 127.0.0.1)\n"
@@ -221,6 +222,9 @@ std::string serve_usage() {
          "                            least recently used (default $KINETOSCOPE_CACHE_MAX, else\n"
          "                            5G or a tenth of its disk; 0: no limit). Traces under 1 MiB\n"
          "                            ($KINETOSCOPE_INDEX_MIN_SIZE) are not indexed\n"
+         "  --plugin_rules            show torch-tb-profiler 0.4.3's numbers exactly by default\n"
+         "                            (default: kinetoscope's rules, docs/kinetoscope-rules.md;\n"
+         "                            the page's toggle and ?rules= pick either per request)\n"
          "  --help, --version\n"
          "flags take their value as '--flag value' or '--flag=value'\n";
 }
@@ -249,7 +253,8 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
       inline_value = name.substr(eq + 1);
       name = name.substr(0, eq);
     }
-    const bool is_switch = name == "bind_all" || name == "follow_symlinks" || name == "no_cache";
+    const bool is_switch =
+        name == "bind_all" || name == "follow_symlinks" || name == "no_cache" || name == "plugin_rules";
     std::string_view value;
     if (is_switch) {
       bool on = true;
@@ -258,7 +263,10 @@ serve_args parse_serve_args(const std::vector<std::string>& args) {
                        std::string(*inline_value) + "'";
         return result;
       }
-      (name == "bind_all" ? o.bind_all : name == "no_cache" ? o.no_cache : o.follow_symlinks) = on;
+      (name == "bind_all"       ? o.bind_all
+       : name == "no_cache"     ? o.no_cache
+       : name == "plugin_rules" ? o.plugin_rules
+                                : o.follow_symlinks) = on;
       continue;
     }
     if (name != "logdir" && name != "port" && name != "host" && name != "path_prefix" &&
@@ -366,6 +374,7 @@ int run_serve(const std::vector<std::string>& args, std::ostream& out, std::ostr
   so.reload_interval_s = o.reload_interval_s;
   so.follow_outside_symlinks = o.follow_symlinks;
   so.max_text_bytes = o.max_file_size;
+  so.rules = o.plugin_rules ? analysis::rule_set::plugin : analysis::rule_set::kinetoscope;
   so.cache_dir = o.no_cache ? std::string() : o.cache_dir.empty() ? default_cache_dir() : o.cache_dir;
   so.cache_max = o.cache_max ? *o.cache_max : default_cache_max(so.cache_dir);
   so.max_memory = o.max_memory != 0 ? o.max_memory : physical_memory() / 2;

@@ -32,6 +32,9 @@ struct serve_options {
   /// --cache_dir: where persisted indexes go (default trace_index.hpp default_cache_dir()).
   std::string cache_dir;
   bool no_cache = false;           ///< --no_cache: neither read nor write indexes
+  /// --plugin_rules: the views follow torch-tb-profiler's rules by default (a request's
+  /// `rules=` still picks either; docs/kinetoscope-rules.md).
+  bool plugin_rules = false;
   /// --cache_max: the cache folder's size budget (0: no limit); unset: default_cache_max().
   std::optional<std::uint64_t> cache_max;
   /// --max_memory: bytes of full profiles kept loaded (default: half the physical memory).

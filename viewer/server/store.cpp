@@ -56,6 +56,8 @@ constexpr std::size_t body_cache_budget = std::size_t{64} << 20;
 constexpr std::uint64_t parallel_load_max_bytes = std::uint64_t{512} << 20;
 /// Diff trees kept.
 constexpr std::size_t diff_cache_entries = 8;
+/// Profiles' views under the other rule set kept by store::views() (each holds its op trees).
+constexpr std::size_t views_cache_entries = 2;
 /// A load that failed for a transient reason is tried again after this pause, this many times;
 /// then the next scan tries it again.
 constexpr auto retry_delay = std::chrono::milliseconds(500);
@@ -249,6 +251,10 @@ struct store::impl {
   };
   mutable std::mutex diff_mutex_;
   mutable std::list<diff_slot> diffs_;  ///< most recent first
+  /// store::views(): one computation at a time (it uses both cores), the last few kept.
+  mutable std::mutex views_build_mutex_;
+  mutable std::mutex views_mutex_;
+  mutable std::list<std::shared_ptr<const alternate_views>> views_;  ///< most recent first
 
   /// Op trees rebuilt by store::trees(), most recent first, within options.tree_cache_bytes.
   /// An entry whose profile is gone (reloaded, removed) is dropped at the next insertion.
@@ -552,12 +558,12 @@ struct store::impl {
           std::unique_ptr<index_writer> writer;
           if (key && !options.cache_dir.empty() && !small) {
             try {
-              writer = std::make_unique<index_writer>(index_file_path(options.cache_dir, key->path), *key);
+              writer = std::make_unique<index_writer>(index_file(key->path), *key);
             } catch (const std::exception& e) {
               index_note = std::string("not written: ") + e.what();
             }
           }
-          auto p = load_profile(path, rel, bytes, options.max_text_bytes, &mine->bytes, error, error_number,
+          auto p = load_profile(options.rules, path, rel, bytes, options.max_text_bytes, &mine->bytes, error, error_number,
                                 writer.get());
           if (p) {
             p->load_seconds = std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -566,7 +572,7 @@ struct store::impl {
               try {
                 writer->finish(summary_to_bytes(*sum));
                 index_note = why.empty() ? "written" : "rebuilt (" + why + ")";
-                index_note += keep_cache_budget(index_file_path(options.cache_dir, key->path));
+                index_note += keep_cache_budget(index_file(key->path));
               } catch (const std::exception& e) {
                 index_note = std::string("not written: ") + e.what();
               }
@@ -667,7 +673,7 @@ struct store::impl {
   /// views are computed (index_writer::start), the caller finishes it with the summary.
   /// `generation`: 0 for a new one. `timeline_ready`: see build_profile.
   static std::shared_ptr<profile> load_profile(
-      const std::string& path, const std::string& rel, std::uint64_t bytes, std::uint64_t max_text_bytes,
+      an::rule_set rules, const std::string& path, const std::string& rel, std::uint64_t bytes, std::uint64_t max_text_bytes,
       std::atomic<std::uint64_t>* progress, std::string& error, int& error_number, index_writer* writer = nullptr,
       std::uint64_t generation = 0,
       const timeline_ready_fn& timeline_ready = {}, bool serving = true) {
@@ -684,7 +690,7 @@ struct store::impl {
       error_number = r.error ? r.error->sys_errno : 0;
       return nullptr;
     }
-    return build_profile(std::move(*r.model), rel, bytes, generation != 0 ? generation : next_generation(), writer,
+    return build_profile(rules, std::move(*r.model), rel, bytes, generation != 0 ? generation : next_generation(), writer,
                          timeline_ready, std::nullopt, serving);
   }
 
@@ -698,7 +704,7 @@ struct store::impl {
   /// view's range index (neither is persisted), and the timeline, which goes to `writer` (see
   /// index_writer::start) with its t0 and tracks kept in `indexed_timeline`.
   static std::shared_ptr<profile> build_profile(
-      an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
+      an::rule_set rules, an::trace_model model, const std::string& rel, std::uint64_t bytes, std::uint64_t generation,
       index_writer* writer = nullptr,
       const timeline_ready_fn& timeline_ready = {},
       std::optional<timeline_columns> persisted_timeline = std::nullopt, bool serving = true) {
@@ -708,6 +714,8 @@ struct store::impl {
     p->generation = generation;
     p->model = std::move(model);
     p->index_only = !serving;
+    p->rules = rules;
+    const an::analysis_rules options = an::rules(rules);
     // Two sides that only read the model: the timeline (then the early handoff to the Trace
     // view's requests, then the index's model and timeline sections, written by the writer's
     // own thread, then the flow tables) on a thread of its own, the op tree and the views on
@@ -768,7 +776,7 @@ struct store::impl {
     } catch (const std::system_error&) {
       timeline_side();  // no thread to be had: one after the other
     }
-    auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
+    auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model, options.tree));
     if (!serving && writer != nullptr) {
       // The report's working memory and the timeline are the largest passing sets after the
       // model and the trees: not both at once (10 GB trace: a 4.7 GB peak becomes 4.3 GB, in
@@ -787,7 +795,7 @@ struct store::impl {
       try {
         p->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
         p->kernel_view = an::kernel_view_present(p->model, *trees);
-        p->tc_kernel_ratio = an::tc_kernel_ratio(p->model);
+        p->tc_kernel_ratio = an::tc_kernel_ratio(p->model, *trees);
         p->kernel_columns = an::kernel_view_metric_columns(p->model);
       } catch (...) {
         views_error = std::current_exception();
@@ -804,7 +812,7 @@ struct store::impl {
     } catch (const std::system_error&) {
       other_views();  // no thread to be had
     }
-    p->report = an::compute_report(p->model, *trees);
+    p->report = an::compute_report(p->model, *trees, options.report());
     if (views.t.joinable()) views.t.join();
     if (views_error) std::rethrow_exception(views_error);
     // (The memory view's range index answers ranged requests: a profile that serves none does
@@ -834,10 +842,15 @@ struct store::impl {
                                                           : p.timeline_error;
     s.bodies = canonical_bodies(p, max_body_bytes);
     s.distributed = an::prepare_distributed_worker(
-        {std::string(), &p.model, p.used_devices, an::distributed_steps(p.report.overview)});
-    s.rank = an::summarize_rank(p.model, p.report.overview);
+        {std::string(), &p.model, p.used_devices, an::distributed_steps(p.report.overview)}, an::rules(p.rules).distributed);
+    s.rank = an::summarize_rank(p.model, p.report.overview, an::rules(p.rules).overview.all_collectives);
     s.rank_id = p.model.distributed ? p.model.distributed->rank : -1;
     return s;
+  }
+
+  /// The index file of the trace `absolute_path` for this store's rule set.
+  std::string index_file(const std::string& absolute_path) const {
+    return index_file_path(options.cache_dir, absolute_path, rules_variant(options.rules));
   }
 
   /// After an index was written to `written`: the folder pruned to the budget, never touching
@@ -848,7 +861,7 @@ struct store::impl {
     std::vector<std::string> keep{written};
     {
       std::lock_guard lock(mutex_);
-      for (const auto& [path, entry] : files_) keep.push_back(index_file_path(options.cache_dir, path));
+      for (const auto& [path, entry] : files_) keep.push_back(index_file(path));
     }
     const prune_outcome p = prune_cache(options.cache_dir, options.cache_max, keep);
     if (p.removed.empty()) return {};
@@ -862,7 +875,7 @@ struct store::impl {
   /// there was none).
   std::shared_ptr<const file_summary> read_index_summary(const index_key& key, std::string& note) const {
     trace_index idx;
-    const index_status st = idx.open(index_file_path(options.cache_dir, key.path), key);
+    const index_status st = idx.open(index_file(key.path), key);
     if (st == index_status::missing) return nullptr;
     if (st != index_status::ok) {
       note = std::string(index_status_name(st)) + ": " + idx.error();
@@ -872,7 +885,7 @@ struct store::impl {
       auto sum = std::make_shared<file_summary>(summary_from_bytes(idx.summary_bytes()));
       sum->generation = next_generation();
       note = "read";
-      mark_used(index_file_path(options.cache_dir, key.path));
+      mark_used(index_file(key.path));
       return sum;
     } catch (const std::exception& e) {
       note = std::string("corrupt: ") + e.what();
@@ -895,7 +908,7 @@ struct store::impl {
     const auto t0 = clock_type::now();
     std::shared_ptr<profile> p;
     if (!options.cache_dir.empty()) {
-      const std::string file = index_file_path(options.cache_dir, key->path);
+      const std::string file = index_file(key->path);
       // The timeline's columns on a second thread while this one reads the model's (1 GB
       // trace: 60 ms beside 140 ms); none, or corrupt ones, and the timeline is laid out again.
       const auto read_timeline = [&file, &key] {
@@ -916,11 +929,11 @@ struct store::impl {
       if (model_ok) mark_used(file);
       std::optional<timeline_columns> tl = columns.get();
       if (model_ok)
-        p = build_profile(std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready, std::move(tl));
+        p = build_profile(options.rules, std::move(model), rel, key->size, sum.generation, nullptr, timeline_ready, std::move(tl));
     }
     if (!p) {
       int error_number = 0;
-      p = load_profile(path, rel, key->size, options.max_text_bytes, nullptr, error, error_number, nullptr,
+      p = load_profile(options.rules, path, rel, key->size, options.max_text_bytes, nullptr, error, error_number, nullptr,
                        sum.generation, timeline_ready);
       if (!p) return nullptr;
     }
@@ -1364,6 +1377,7 @@ std::shared_ptr<const span_bodies> store::span_panels(std::string_view run, std:
   }
   index_key key;
   key.path = "span:" + fs::path(std::get<0>(members.front())).parent_path().string() + "\n" + std::string(span);
+  if (impl_->options.rules != an::rule_set::kinetoscope) key.path += "\nrules=" + std::string(an::rule_set_name(impl_->options.rules));
   key.size = members.size();
   key.mtime_ns = static_cast<std::int64_t>(h);
   const std::string& cache = impl_->options.cache_dir;
@@ -1421,7 +1435,7 @@ std::shared_ptr<const an::op_trees> store::trees(const std::shared_ptr<const pro
       }
     return t;
   }
-  auto t = std::make_shared<const an::op_trees>(an::build_op_tree(p->model));
+  auto t = std::make_shared<const an::op_trees>(an::build_op_tree(p->model, an::rules(p->rules).tree));
   impl_->trees_built_.fetch_add(1, std::memory_order_relaxed);
   p->trees_ = t;
   const std::size_t bytes = t->heap_bytes();
@@ -1444,6 +1458,40 @@ std::shared_ptr<const an::op_trees> store::trees(const std::shared_ptr<const pro
 }
 
 std::uint64_t store::trees_built() const noexcept { return impl_->trees_built_.load(std::memory_order_relaxed); }
+
+std::shared_ptr<const alternate_views> store::views(const std::shared_ptr<const profile>& p, an::rule_set rules) const {
+  const auto find = [&]() -> std::shared_ptr<const alternate_views> {
+    std::lock_guard lock(impl_->views_mutex_);
+    for (auto it = impl_->views_.begin(); it != impl_->views_.end(); ++it)
+      if ((*it)->generation == p->generation && (*it)->rules == rules) {
+        impl_->views_.splice(impl_->views_.begin(), impl_->views_, it);
+        return impl_->views_.front();
+      }
+    return nullptr;
+  };
+  if (auto v = find()) return v;
+  std::lock_guard build(impl_->views_build_mutex_);
+  if (auto v = find()) return v;  // computed while this caller waited
+  auto v = std::make_shared<alternate_views>();
+  v->rules = rules;
+  v->generation = p->generation;
+  const an::analysis_rules options = an::rules(rules);
+  auto trees = std::make_shared<const an::op_trees>(an::build_op_tree(p->model, options.tree));
+  v->tree_stats = trees->stats;
+  v->used_devices = trees->used_devices;
+  v->eligible_op_kernel_ratio = an::eligible_op_kernel_ratio(*trees);
+  v->kernel_view = an::kernel_view_present(p->model, *trees);
+  v->tc_kernel_ratio = an::tc_kernel_ratio(p->model, *trees);
+  v->kernel_columns = an::kernel_view_metric_columns(p->model);
+  v->report = an::compute_report(p->model, *trees, options.report());
+  v->trees = std::move(trees);
+  std::shared_ptr<const alternate_views> out = v;
+  std::list<std::shared_ptr<const alternate_views>> dropped;  // freed after the lock
+  std::lock_guard lock(impl_->views_mutex_);
+  impl_->views_.push_front(out);
+  while (impl_->views_.size() > views_cache_entries) dropped.splice(dropped.end(), impl_->views_, std::prev(impl_->views_.end()));
+  return out;
+}
 
 std::shared_ptr<const an::diff_node> store::diff(const std::shared_ptr<const profile>& baseline,
                                                  const std::shared_ptr<const profile>& experimental) const {
@@ -1488,7 +1536,7 @@ void store::cache_body(const std::string& key, const std::string& body) const {
 
 index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
                           bool force, std::uint64_t cache_max, std::uint64_t index_min_bytes,
-                          const std::vector<std::string>& keep) {
+                          const std::vector<std::string>& keep, an::rule_set rules) {
   index_outcome out;
   const auto t0 = clock_type::now();
   const std::optional<index_key> key = index_key_of(path);
@@ -1496,7 +1544,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     out.error = path + ": not a readable regular file";
     return out;
   }
-  out.index_file = index_file_path(cache_dir, key->path);
+  out.index_file = index_file_path(cache_dir, key->path, rules_variant(rules));
   if (std::optional<std::string> small = small_trace_note(key->size, index_min_bytes)) {
     out.ok = out.skipped = true;
     out.note = std::move(*small);
@@ -1522,7 +1570,7 @@ index_outcome index_trace(const std::string& path, const std::string& cache_dir,
     int error_number = 0;
     const std::string name = fs::path(key->path).filename().string();
     index_writer writer(out.index_file, *key, index_writer::io::direct);
-    auto p = store::impl::load_profile(key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
+    auto p = store::impl::load_profile(rules, key->path, name, key->size, max_text_bytes, nullptr, error, error_number,
                                        &writer, 0, {}, /*serving=*/false);
     if (!p) {
       out.error = error;

@@ -47,6 +47,7 @@
 #include "analysis/op_tree.hpp"
 #include "analysis/operator_view.hpp"
 #include "analysis/report.hpp"
+#include "analysis/rules.hpp"
 #include "server/index_cache.hpp"
 #include "server/summary.hpp"
 
@@ -91,6 +92,10 @@ struct store_options {
   /// A full profile that failed to load on demand answers that error for this long; the next
   /// request after it starts another load.
   double demand_retry_seconds = 5;
+  /// The rule set of the views (analysis/rules.hpp): kinetoscope's unless `--plugin_rules`.
+  /// Requests may ask for the other one (`rules=`, store::views()). The persisted indexes hold
+  /// the views of one rule set: an index written under the other is rebuilt.
+  analysis::rule_set rules = analysis::rule_set::kinetoscope;
   /// For tests: called on the on-demand thread once a loading profile's timeline has been
   /// handed to timeline-only requests (store::acquire), before its other views are computed.
   std::function<void()> on_early_timeline;
@@ -128,8 +133,31 @@ enum class file_state : std::uint8_t { queued, loading, loaded, failed, skipped 
 /// "queued", "loading", "loaded", "failed", "skipped".
 std::string_view file_state_name(file_state s) noexcept;
 
+/// What the views read of a profile that depends on the rule set (analysis/rules.hpp): every
+/// view computed from the op trees of one rule set. A profile holds its store's rule set's;
+/// store::views() computes another rule set's on demand (`rules=` on a request).
+struct profile_views {
+  analysis::rule_set rules = analysis::rule_set::kinetoscope;  ///< the rule set these follow
+  /// What the server reads of the op trees after the load, whether or not the trees themselves
+  /// are kept (store::trees()).
+  analysis::attribution_stats tree_stats;
+  std::set<std::int64_t> used_devices;
+  analysis::full_report report;  ///< every single-trace view
+  double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model, trees)
+  double eligible_op_kernel_ratio = 0;
+  bool kernel_view = false;      ///< analysis::kernel_view_present()
+  analysis::kernel_metric_columns kernel_columns;  ///< analysis::kernel_view_metric_columns(model)
+};
+
+/// The views of a profile under a rule set other than its store's, with the op trees they were
+/// computed from (the routes that read trees: operator stacks, the operator tree, memory ranges).
+struct alternate_views : profile_views {
+  std::shared_ptr<const analysis::op_trees> trees;
+  std::uint64_t generation = 0;  ///< the profile's
+};
+
 /// One loaded trace file with everything the views need, computed at load time.
-struct profile {
+struct profile : profile_views {
   profile() = default;
   ~profile();
   profile(const profile&) = delete;
@@ -140,17 +168,8 @@ struct profile {
   double load_seconds = 0;       ///< load + op tree + report + timeline
   std::uint64_t generation = 0;  ///< unique per load (cache keys)
   analysis::trace_model model;
-  /// What the server reads of the op trees (plugin defaults) after the load, whether or not the
-  /// trees themselves are kept (store::trees()).
-  analysis::attribution_stats tree_stats;
-  std::set<std::int64_t> used_devices;
-  analysis::full_report report;  ///< every single-trace view (plugin parity defaults)
   /// The Memory view's range-independent part: ranged /api/memory(_events) requests.
   analysis::memory_index memory_index;
-  double tc_kernel_ratio = 0;    ///< analysis::tc_kernel_ratio(model)
-  double eligible_op_kernel_ratio = 0;
-  bool kernel_view = false;      ///< analysis::kernel_view_present()
-  analysis::kernel_metric_columns kernel_columns;  ///< analysis::kernel_view_metric_columns(model)
   /// The windowed timeline (nullptr when building it failed: `timeline_error` says why).
   std::unique_ptr<server::timeline> timeline;
   std::string timeline_error;
@@ -235,7 +254,8 @@ struct index_outcome {
 index_outcome index_trace(const std::string& path, const std::string& cache_dir, std::uint64_t max_text_bytes,
                           bool force, std::uint64_t cache_max = 0,
                           std::uint64_t index_min_bytes = index_min_trace_bytes(),
-                          const std::vector<std::string>& keep = {});
+                          const std::vector<std::string>& keep = {},
+                          analysis::rule_set rules = analysis::rule_set::kinetoscope);
 
 class store {
  public:
@@ -326,6 +346,12 @@ class store {
   std::shared_ptr<const analysis::op_trees> trees(const std::shared_ptr<const profile>& p) const;
   /// Op trees built on demand by trees() since start (tests and benchmarks).
   std::uint64_t trees_built() const noexcept;
+
+  /// The views of a loaded profile under `rules`, a rule set other than the store's (for the
+  /// store's own, the profile is its views): computed in the caller's thread (about as long as
+  /// the load's tree and report steps), the last 4 kept. Concurrent callers for one profile and
+  /// rule set share one computation.
+  std::shared_ptr<const alternate_views> views(const std::shared_ptr<const profile>& p, analysis::rule_set rules) const;
 
   /// compute_diff(baseline, experimental) of two loaded profiles; the last 8 pairs are cached.
   std::shared_ptr<const analysis::diff_node> diff(const std::shared_ptr<const profile>& baseline,

@@ -250,8 +250,9 @@ std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h) noexcept {
   return h;
 }
 
-std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path) {
+std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path, std::string_view variant) {
   std::uint64_t h = fnv1a(absolute_path);  // a name (the header holds the whole path)
+  if (!variant.empty()) h = fnv1a(variant, fnv1a(std::string_view("\0", 1), h));
   static const char hex[] = "0123456789abcdef";
   std::string name(16, '0');
   for (int i = 15; i >= 0; --i, h >>= 4) name[static_cast<std::size_t>(i)] = hex[h & 15];
@@ -693,6 +694,10 @@ bool trace_index::read_timeline(timeline_columns& t) {
   return read_column(s_tl_lanes, t.lanes) && read_column(s_tl_lane_events, t.lane_events) &&
          read_column(s_tl_levels, t.levels) && read_column(s_tl_items, t.items) &&
          read_column(s_tl_counter_ts, t.counter_ts) && read_column(s_tl_counter_values, t.counter_values);
+}
+
+std::string_view rules_variant(analysis::rule_set rules) noexcept {
+  return rules == analysis::rule_set::kinetoscope ? std::string_view() : analysis::rule_set_name(rules);
 }
 
 }  // namespace kinetoscope::server

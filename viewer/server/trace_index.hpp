@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "analysis/model.hpp"
+#include "analysis/rules.hpp"
 #include "server/timeline.hpp"
 
 namespace kinetoscope::server {
@@ -53,8 +54,10 @@ namespace kinetoscope::server {
 /// Bumped whenever the layout, the model's records or what the summary holds (the views'
 /// numbers) change: an index written by another version is rebuilt, never read. 5: op_args
 /// and kernel_args reordered (32 and 112 bytes, were 40 and 152), every record's padding
-/// written as zeros. 6: event::has_external_id (an absent id told from 0: quirk Q22).
-inline constexpr std::uint32_t index_format_version = 6;
+/// written as zeros. 6: event::has_external_id (an absent id told from 0: quirk Q22). 7: the
+/// views follow kinetoscope's rules by default (docs/kinetoscope-rules.md); the plugin's rules
+/// have index files of their own (index_file_path's variant).
+inline constexpr std::uint32_t index_format_version = 7;
 
 /// What identifies the trace an index was made from.
 struct index_key {
@@ -75,8 +78,13 @@ std::string default_cache_dir();
 inline constexpr std::uint64_t fnv1a_basis = 0xcbf29ce484222325ull;
 std::uint64_t fnv1a(std::string_view bytes, std::uint64_t h = fnv1a_basis) noexcept;
 
-/// Where the index of the trace `absolute_path` lies in `cache_dir`.
-std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path);
+/// Where the index of the trace `absolute_path` lies in `cache_dir`. `variant`: the views' rule
+/// set when it is not the default one (rules_variant()): the index of each rule set is a file of
+/// its own, so switching `--plugin_rules` on and off rebuilds nothing twice.
+std::string index_file_path(const std::string& cache_dir, const std::string& absolute_path,
+                            std::string_view variant = {});
+/// "" for kinetoscope's rules (the default's file name, unchanged), else the rule set's name.
+std::string_view rules_variant(analysis::rule_set rules) noexcept;
 
 enum class index_status : std::uint8_t {
   ok,

@@ -19,6 +19,7 @@
 #include "analysis/loader.hpp"
 #include "analysis/op_tree.hpp"
 #include "analysis/overview.hpp"
+#include "analysis/rules.hpp"
 #include "kinetoscope/writer/chrome_trace.hpp"
 #include "kinetoscope/writer/trace_handler.hpp"
 
@@ -55,8 +56,10 @@ std::map<std::string, std::deque<analysis::step_row>> overview_rows(const trace_
     throw std::runtime_error("step scalars: cannot analyse the window: " + loaded.error->message());
   }
   const analysis::trace_model& model = *loaded.model;
-  const analysis::op_trees trees = analysis::build_op_tree(model);
-  analysis::overview_options options;
+  // The scalars follow the viewer's default rules (docs/kinetoscope-rules.md).
+  const analysis::analysis_rules rules = analysis::rules(analysis::rule_set::kinetoscope);
+  const analysis::op_trees trees = analysis::build_op_tree(model, rules.tree);
+  analysis::overview_options options = rules.overview;
   options.drop_tail_steps = false;  // same values for kept steps; hidden tail steps still listed
   const analysis::overview_result overview = analysis::compute_overview(model, trees, options);
   std::map<std::string, std::deque<analysis::step_row>> rows;
