@@ -2,10 +2,33 @@
 // The web app's only path to the server: GET ./api/<route>?params, JSON in, Error out.
 // URLs are relative so the app works under any --path_prefix or reverse proxy.
 
-/// Builds the relative URL of an API route; null/undefined parameters are left out.
+/// The rule sets the server knows (docs/kinetoscope-rules.md): kinetoscope's own, and
+/// torch-tb-profiler 0.4.3's ("plugin").
+export const RULE_SETS = ['kinetoscope', 'plugin'];
+
+/// The rule set every analysis request carries as `rules=<set>` (null: none, the server's
+/// default). Set here once by the app shell (setRules), so no view can forget it.
+let currentRules = null;
+/// Routes that are about the logdir, not an analysis: no `rules` parameter.
+const RULELESS_ROUTES = new Set(['status', 'runs']);
+
+/// Sets the rule set of every later request ('kinetoscope' or 'plugin'; anything else: none).
+export function setRules(rules) {
+  currentRules = RULE_SETS.includes(rules) ? rules : null;
+}
+
+/// The rule set requests carry now, or null.
+export function getRules() {
+  return currentRules;
+}
+
+/// Builds the relative URL of an API route; null/undefined parameters are left out. Analysis
+/// routes get `rules=<current>` (setRules) unless params name `rules` themselves (null: none).
 export function apiUrl(route, params = {}) {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) {
+  const all = currentRules && !RULELESS_ROUTES.has(route) && !Object.prototype.hasOwnProperty.call(params, 'rules')
+    ? { ...params, rules: currentRules } : params;
+  for (const [k, v] of Object.entries(all)) {
     if (v !== null && v !== undefined) q.append(k, String(v));
   }
   const qs = q.toString();

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The web app shell: the left drawer (Normal / Diff tabs with the run -> view -> worker -> span
-// cascade), loading progress, the Files panel, URL state in location.hash, and the view area
-// where the selected view module renders. Every view module exports `render(el, ctx)`.
+// cascade), the rule set toggle (kinetoscope's rules or torch-tb-profiler's), loading progress, the
+// Files panel, URL state in location.hash, and the view area where the selected view module
+// renders. Every view module exports `render(el, ctx)`.
 import './style.css';
-import { apiGet, boundApi } from './api.js';
+import { RULE_SETS, apiGet, boundApi, setRules } from './api.js';
 import { createTable } from './components/table.js';
 import { formatBytes, formatDuration } from './components/units.js';
 import * as overview from './views/overview.js';
@@ -32,7 +33,11 @@ const VIEWS = {
 const LABELS = { Kernel: 'GPU Kernel' };
 const RECOMMENDATIONS = 'Recommendations';
 const SCALARS = 'Scalars';  // the run's TensorBoard scalars, offered when the run has event files
-const SELECTION_KEYS = ['tab', 'run', 'view', 'worker', 'span', 'exp_run', 'exp_worker', 'exp_span'];
+// `rules` (the rule set, 'kinetoscope' or 'plugin') is kept in the hash of every state, so a link
+// reproduces the numbers it showed; a hash without it (in-app links) keeps the current one.
+const SELECTION_KEYS = ['tab', 'run', 'view', 'worker', 'span', 'exp_run', 'exp_worker', 'exp_span', 'rules'];
+const PLUGIN_RULES_LABEL = 'torch-tb-profiler rules';
+const RULES_HELP = "Off: kinetoscope's rules (docs/kinetoscope-rules.md). On: torch-tb-profiler 0.4.3's numbers exactly.";
 
 // ---------------------------------------------------------------------------------------------
 // DOM helpers
@@ -119,6 +124,13 @@ window.addEventListener('kt-waiting', (ev) => {
   waitingBox.textContent = ev.detail ? `Waiting: the server is ${ev.detail}\u2026` : '';
 });
 const filesLink = h('a', { href: '#', class: 'kt-files-link' }, 'Files');
+// The rule set toggle: off = kinetoscope's rules, on = torch-tb-profiler 0.4.3's (api.js adds
+// rules=<set> to every analysis request). It applies to both tabs.
+const rulesToggle = h('input', { type: 'checkbox', class: 'kt-rules-toggle', 'aria-label': PLUGIN_RULES_LABEL });
+const rulesField = h('label', { class: 'kt-rules-field', title: RULES_HELP },
+  rulesToggle, h('span', { class: 'kt-rules-label' }, PLUGIN_RULES_LABEL));
+// Beside the view title while the plugin's rules are on, so a screenshot says which numbers it shows.
+const rulesBadge = h('span', { class: 'kt-rules-badge', hidden: true, title: RULES_HELP }, PLUGIN_RULES_LABEL);
 
 const diffSel = {
   run: h('select', { 'aria-label': 'Baseline run' }),
@@ -169,10 +181,11 @@ const drawer = h('aside', { class: 'kt-drawer' },
   h('div', { class: 'kt-brand' }, h('span', { class: 'kt-logo' }, 'kinetoscope'), h('span', {}, themeToggle, drawerClose)),
   h('div', { class: 'kt-tabs', role: 'tablist' }, tabNormal, tabDiff),
   normalPane, diffPane,
+  h('div', { class: 'kt-rules-pane' }, rulesField),
   h('div', { class: 'kt-drawer-foot' }, progressBox, filesLink));
 const viewTitle = h('h1', { class: 'kt-view-title' });
 const viewArea = h('div', { class: 'kt-view', id: 'kt-view' });
-const mainArea = h('main', { class: 'kt-main' }, h('div', { class: 'kt-main-head' }, drawerOpen, viewTitle), waitingBox, viewArea);
+const mainArea = h('main', { class: 'kt-main' }, h('div', { class: 'kt-main-head' }, drawerOpen, viewTitle, rulesBadge), waitingBox, viewArea);
 app.append(h('div', { class: 'kt-shell' }, drawer, mainArea));
 
 drawerClose.addEventListener('click', () => document.body.classList.add('kt-drawer-hidden'));
@@ -192,6 +205,8 @@ const state = {
   diff: { run: null, worker: null, span: null, exp_run: null, exp_worker: null, exp_span: null },
   extra: {},          // view-specific hash keys
   filesOpen: false,
+  rules: null,        // the rule set requests carry ('kinetoscope' or 'plugin'; null: not known yet)
+  defaultRules: null, // the server's default (/api/status "rules")
 };
 let cascadeToken = 0;
 let renderToken = 0;
@@ -199,8 +214,8 @@ let cleanup = null;
 let scalarsRun = null;
 
 function currentHash() {
-  if (state.tab === 'diff') return { tab: 'diff', ...state.diff, ...state.extra };
-  return { ...state.sel, ...state.extra };
+  if (state.tab === 'diff') return { tab: 'diff', ...state.diff, rules: state.rules, ...state.extra };
+  return { ...state.sel, rules: state.rules, ...state.extra };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,6 +251,7 @@ function makeCtx(sel) {
     worker: sel.worker,
     span: sel.span,
     view: sel.view,
+    rules: state.rules,
     api: boundApi(sel),
     hash: { ...state.extra },
     setHash(partial) {
@@ -561,6 +577,7 @@ async function pollRuns() {
 }
 
 function applyHash(hp) {
+  if (RULE_SETS.includes(hp.rules)) applyRules(hp.rules);
   const extra = {};
   for (const [k, v] of Object.entries(hp)) if (!SELECTION_KEYS.includes(k)) extra[k] = v;
   state.extra = extra;
@@ -577,6 +594,47 @@ function applyHash(hp) {
 window.addEventListener('hashchange', () => {
   if (location.hash === writtenHash) return;
   applyHash(readHash());
+});
+
+// ---------------------------------------------------------------------------------------------
+// The rule set
+
+/// Makes `rules` the rule set of every request, the toggle's state and the badge's.
+function applyRules(rules) {
+  state.rules = rules;
+  setRules(rules);
+  rulesToggle.checked = rules === 'plugin';
+  rulesBadge.hidden = rules !== 'plugin';
+  document.body.classList.toggle('kt-plugin-rules', rules === 'plugin');
+}
+
+function showRulesDefault() {
+  const def = state.defaultRules ? `\nThis server's default: ${state.defaultRules === 'plugin' ? 'on' : 'off'}.` : '';
+  rulesField.title = `${RULES_HELP}${def}`;
+}
+
+/// The rule set before the first view: the page URL's when it names one, else the server's
+/// default (/api/status "rules"; a server that does not say uses kinetoscope's rules).
+async function initRules() {
+  const fromHash = readHash().rules;
+  if (RULE_SETS.includes(fromHash)) applyRules(fromHash);
+  const asked = apiGet('status').then((st) => {
+    state.defaultRules = st && RULE_SETS.includes(st.rules) ? st.rules : 'kinetoscope';
+    showRulesDefault();
+  }, () => { /* pollRuns says when the server does not answer */ });
+  if (!state.rules) {
+    await asked;
+    if (!state.rules && state.defaultRules) applyRules(state.defaultRules);
+  }
+}
+
+// Another rule set: which views exist can change, so the whole cascade is asked again (keeping
+// the selection where it still exists), and the hash keeps the choice.
+rulesToggle.addEventListener('change', () => {
+  applyRules(rulesToggle.checked ? 'plugin' : 'kinetoscope');
+  if (!state.runs.length) { writeHash(currentHash()); return; }
+  if (state.tab === 'diff') diffCascade({ ...state.diff });
+  else cascade({ ...state.sel });
 });
 
 // Charts read the theme's colours when drawn: redraw the view when the theme changes.
@@ -596,4 +654,4 @@ if (darkQuery && darkQuery.addEventListener) {
 
 setTab('normal', false);
 viewArea.append(h('div', { class: 'kt-empty-state' }, spinner()));
-pollRuns();
+initRules().finally(pollRuns);

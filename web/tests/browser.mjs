@@ -4,6 +4,10 @@
 // by bench's gen_dist_job), every view opened in
 // headless Debian chromium through playwright-core, checked the way a person would look at it,
 // and screenshotted.
+// The server runs with its default rule set (kinetoscope's, docs/kinetoscope-rules.md); checks that
+// compare with torch-tb-profiler's golden numbers (../shared/expected) open their pages with
+// rules=plugin in the URL (the web app's "torch-tb-profiler rules" toggle) and ask the API with
+// rules=plugin; checks/rules.mjs checks the toggle itself.
 //
 //   node web/tests/browser.mjs --bin build/viewer/kinetoscope --sample build/samples/cnn_train \
 //        --gen-dist-job build/bench/gen_dist_job --real-traces ../shared --out /tmp/screenshots
@@ -26,6 +30,12 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 const RUNS = ['resnet50_v100', 'two_ranks', 'cpu_only', 'diff_base', 'diff_test'];
 /// The run whose trace files are the newest (what the landing page opens).
 const LATEST_RUN = 'diff_test';
+/// A PyTorch 2.11 trace from an H200 (tests/data), where the two rule sets disagree (K1, K3 of
+/// docs/kinetoscope-rules.md): checks/rules.mjs flips the page between them on it.
+const H200_RUN = 'h200_resnet18';
+const H200_TRACE = join(here, '..', '..', 'tests', 'data', 'gpu', 'pytorch-2.11-h200', 'resnet18');
+/// The hash key and value that open a page with torch-tb-profiler's rules.
+const PLUGIN = { rules: 'plugin' };
 const VIEW_TIMEOUT_MS = 60000;
 
 // ---------------------------------------------------------------------------------------------
@@ -242,6 +252,9 @@ async function main() {
   const logdir = join(tmp, 'logdir');
   mkdirSync(logdir);
   for (const r of RUNS) cpSync(join(opts.realTraces, 'traces', r), join(logdir, r), { recursive: true });
+  opts.logdir = logdir;
+  opts.h200Run = existsSync(H200_TRACE) ? H200_RUN : null;
+  if (opts.h200Run) cpSync(H200_TRACE, join(logdir, H200_RUN), { recursive: true });
   mkdirSync(join(logdir, 'modules'));
   writeFileSync(join(logdir, 'modules', 'worker0.pt.trace.json'), moduleTrace());
 
@@ -270,7 +283,7 @@ async function main() {
 
   const base = await startServer(opts.bin, logdir);
   console.log(`server at ${base}`);
-  const allRuns = [...RUNS, 'cnn', 'modules', 'job'];
+  const allRuns = [...RUNS, 'cnn', 'modules', 'job', ...(opts.h200Run ? [opts.h200Run] : [])];
   await waitLoaded(base, allRuns);
   const status = await getJson(base, 'status');
   check(status.files.every((f) => f.state === 'loaded'), `every file loaded (${status.files.filter((f) => f.state !== 'loaded').map((f) => `${f.path}: ${f.state} ${f.error}`).join('; ') || 'all'})`);
@@ -278,12 +291,14 @@ async function main() {
   // Expected numbers from the plugin (../shared/expected) and the server itself.
   const expectedResnet = JSON.parse(readFileSync(join(opts.realTraces, 'expected', 'resnet50_v100',
     'worker0.1623143089861.pt.trace.json.gz.expected.json'), 'utf8'));
-  const workerOf = async (run, view) => (await getJson(base, `workers?run=${encodeURIComponent(run)}&view=${encodeURIComponent(view)}`))[0];
   const spansOf = async (run, worker) => getJson(base, `spans?run=${encodeURIComponent(run)}&worker=${encodeURIComponent(worker)}`);
-  const sel = async (run, view, spanIndex = 0) => {
-    const worker = await workerOf(run, view);
-    const spans = await spansOf(run, worker);
-    return { run, worker, span: spans[Math.min(spanIndex, spans.length - 1)], view };
+  // A page state: the first worker of `view` and the span at spanIndex; `rules` ('plugin' or
+  // 'kinetoscope') is asked of the API and kept in the state (undefined: the server's default).
+  const sel = async (run, view, spanIndex = 0, rules = undefined) => {
+    const r = rules ? `&rules=${rules}` : '';
+    const worker = (await getJson(base, `workers?run=${encodeURIComponent(run)}&view=${encodeURIComponent(view)}${r}`))[0];
+    const spans = await getJson(base, `spans?run=${encodeURIComponent(run)}&worker=${encodeURIComponent(worker)}${r}`);
+    return { run, worker, span: spans[Math.min(spanIndex, spans.length - 1)], view, ...(rules ? { rules } : {}) };
   };
 
   const { chromium } = require('playwright-core');
@@ -301,10 +316,10 @@ async function main() {
       await page.goto(`${base}${hashOf(state)}`, { waitUntil: 'load' });
     };
 
-    // --- Overview: resnet50_v100 span 1.
+    // --- Overview: resnet50_v100 span 1, with the plugin's rules (its golden numbers).
     const ov = await sel('resnet50_v100', 'Overview');
     check(ov.span === '1', `resnet50_v100 spans start at "1" (${ov.span})`);
-    await open(ov);
+    await open({ ...ov, ...PLUGIN });
     // The plugin's average step time in µs, as the table shows it: 177592 µs -> "178 ms".
     const avgUs = expectedResnet.overview.average.total;
     const avg = avgUs >= 1e6 ? `${(avgUs / 1e6).toPrecision(3)} s` : avgUs >= 1000 ? `${Math.round(avgUs / 1000)} ms` : `${avgUs} µs`;
@@ -321,7 +336,7 @@ async function main() {
     await shot(page, opts.out, 'overview.png');
 
     // --- Operator: the plugin's default sort (device self duration, descending) on top.
-    const opSel = { ...ov, view: 'Operator' };
+    const opSel = { ...ov, view: 'Operator', ...PLUGIN };
     await open(opSel);
     const byName = expectedResnet.operators.by_name;
     const topOp = byName.reduce((a, b) => (b.device_self_us > a.device_self_us ? b : a)).name;
@@ -528,7 +543,7 @@ async function main() {
     // Per-area checks: every web/tests/checks/*.mjs exports `run(ctx)`, run in name order on the
     // same server and browser (one file per area keeps this file from growing without bound).
     const ctx = { page, context, base, opts, problems, expectedResnet, check, getJson, waitFor, open, sel, shot,
-      tableRowsJs, watch, hashOf, latestRun: LATEST_RUN };
+      tableRowsJs, watch, hashOf, latestRun: LATEST_RUN, PLUGIN };
     const checksDir = join(here, 'checks');
     const modules = existsSync(checksDir) ? readdirSync(checksDir).filter((f) => f.endsWith('.mjs')).sort() : [];
     for (const name of modules) {

@@ -24,6 +24,7 @@ async function traceHash(ctx, worker, start, end) {
   const q = new URLSearchParams({ run: ctx.run, worker, span: ctx.span, view: 'Trace' });
   q.set('t0', String(Math.max(0, start - t0)));
   q.set('t1', String(Math.max(0, end - t0)));
+  if (ctx.rules) q.set('rules', ctx.rules);
   return q.toString();
 }
 

@@ -79,6 +79,8 @@ export function targetHash(finding, ctx, views) {
   } else {
     q.set('view', relatedView(finding, views));
   }
+  // The rule set the finding was computed with, so the link (opened anywhere) shows the same numbers.
+  if (ctx.rules) q.set('rules', ctx.rules);
   return q.toString();
 }
 

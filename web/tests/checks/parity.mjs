@@ -2,6 +2,8 @@
 // Parity with torch-tb-profiler (issue 15, "remaining differences"), as a user sees it:
 // the Operator view's pies follow "Operator + Input Shape"; the Tensor Cores columns on a CPU-only
 // trace; the Distributed view of a one-worker run; the Module view's operator-tree timeline.
+// Every page is opened, and the API asked, with torch-tb-profiler's rules (rules=plugin): this is
+// parity with the plugin, whatever the server's default rule set.
 // Called by web/tests/browser.mjs with its context (see there).
 
 /// Legend labels of the donut titled `title` in the Operator view, or null while absent.
@@ -17,7 +19,8 @@ function legendJs(title) {
 }
 
 export async function run(ctx) {
-  const { page, check, waitFor, open, sel, shot, opts, expectedResnet, tableRowsJs, getJson, base } = ctx;
+  const { page, check, waitFor, open, sel, shot, opts, expectedResnet, tableRowsJs, getJson, base, PLUGIN } = ctx;
+  const P = PLUGIN.rules;
 
   // --- 1. Operator + Input Shape: the pies are those of the (name, input shape) groups. The
   // plugin's top 10 of Host Self Time by shape (golden numbers, well apart on this trace).
@@ -25,7 +28,7 @@ export async function run(ctx) {
   const wantShape = [...golden].sort((a, b) => b.host_self_us - a.host_self_us).slice(0, 10).map((r) => r.name);
   const wantName = [...expectedResnet.operators.by_name].sort((a, b) => b.host_self_us - a.host_self_us)
     .slice(0, 10).map((r) => r.name);
-  await open(await sel('resnet50_v100', 'Operator'));
+  await open(await sel('resnet50_v100', 'Operator', 0, P));
   const before = await waitFor(page, legendJs, 'Host Self Time (us)');
   check(before && before.join('|') === wantName.join('|'),
     `Operator: Host Self Time pie by name shows the plugin's top 10 (${before && before.join(', ')})`);
@@ -47,7 +50,7 @@ export async function run(ctx) {
   await shot(page, opts.out, 'operator_by_shape.png');
 
   // --- 2. CPU-only trace: the Tensor Cores columns are there, as in the plugin.
-  await open(await sel('cpu_only', 'Operator'));
+  await open(await sel('cpu_only', 'Operator', 0, P));
   const cpuHead = await waitFor(page, () => {
     const head = [...document.querySelectorAll('.kt-table-grid thead th')].map((t) => t.textContent.trim());
     return head.length ? head : null;
@@ -60,12 +63,12 @@ export async function run(ctx) {
 
   // --- 4. A one-worker run with communication: cpu_only is one rank of a Gloo job (10
   // gloo:all_reduce calls); the plugin offers its Distributed view, and so do we.
-  const views = await getJson(base, 'views?run=cpu_only');
+  const views = await getJson(base, `views?run=cpu_only&rules=${P}`);
   check(views.includes('Distributed'), `cpu_only (1 worker, Gloo) offers the Distributed view (${views.join(', ')})`);
-  const noComm = await getJson(base, 'views?run=resnet50_v100');
+  const noComm = await getJson(base, `views?run=resnet50_v100&rules=${P}`);
   check(!noComm.includes('Distributed'), `resnet50_v100 (no communication) has no Distributed view (${noComm.join(', ')})`);
-  const spans = await getJson(base, 'spans?run=cpu_only&worker=All');
-  await open({ run: 'cpu_only', worker: 'All', span: spans[0], view: 'Distributed' });
+  const spans = await getJson(base, `spans?run=cpu_only&worker=All&rules=${P}`);
+  await open({ run: 'cpu_only', worker: 'All', span: spans[0], view: 'Distributed', ...PLUGIN });
   const dist = await waitFor(page, () => {
     const charts = [...document.querySelectorAll('.dist-chart')];
     return charts.length === 2 && charts.every((c) => c.querySelector('.kt-bar')) ? charts.map((c) => Number(c.dataset.workers)) : null;
@@ -80,7 +83,7 @@ export async function run(ctx) {
   // run's thread: CallTreeRoot, 2 ProfilerSteps, 9 module calls (Net_0, Linear_0, ReLU_0,
   // Dropout_0 twice, Loss_0 once) and 7 operators = 19 bars on 5 levels
   // (root > step > Net_0 > Linear_0 > aten::linear).
-  await open(await sel('modules', 'Module'));
+  await open(await sel('modules', 'Module', 0, P));
   const tl = await waitFor(page, () => {
     const box = document.querySelector('.mod-timeline');
     const canvas = box && box.querySelector('canvas');
@@ -93,7 +96,7 @@ export async function run(ctx) {
   // Hovering the first level-2 bar (the first Net_0 call, 100..700 µs of 0..2000) names it.
   const canvasBox = await (await page.$('.mod-timeline canvas')).boundingBox();
   if (check(canvasBox !== null, 'Module: the timeline canvas is on the page')) {
-    const tree = await getJson(base, `tree?run=modules&worker=${encodeURIComponent((await sel('modules', 'Module')).worker)}&span=default`);
+    const tree = await getJson(base, `tree?run=modules&worker=${encodeURIComponent((await sel('modules', 'Module', 0, P)).worker)}&span=default&rules=${P}`);
     const t0 = tree.start_time;
     const t1 = tree.end_time;
     const net = tree.children[0].children.find((c) => c.name === 'nn.Module: Net_0');

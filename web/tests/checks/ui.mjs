@@ -2,7 +2,9 @@
 // Browser checks of issue 15's "tables, numbers, first impressions": wide tables (column chooser,
 // sticky header and first column, reachable last column, elided names with the full text in the
 // title), operator call stacks, units, the first screen of Memory / Module / Diff, and the dark
-// theme. Called by browser.mjs with its context (see there).
+// theme. The checks against torch-tb-profiler's golden numbers (expectedResnet) open their pages,
+// and ask the API, with the plugin's rules (rules=plugin); the others use the server's default.
+// Called by browser.mjs with its context (see there).
 
 const US = { ns: 0.001, 'µs': 1, ms: 1000, s: 1e6 };
 const BYTES = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 };
@@ -31,13 +33,14 @@ function columnIndexJs([scope, title]) {
 }
 
 export async function run(ctx) {
-  const { page, context, base, check, getJson, waitFor, open, sel, shot, opts, expectedResnet } = ctx;
+  const { page, context, base, check, getJson, waitFor, open, sel, shot, opts, expectedResnet, PLUGIN } = ctx;
 
   // ---------------------------------------------------------------------------------------
-  // 1 and 3: the Operator table of resnet50_v100 span 1.
+  // 1 and 3: the Operator table of resnet50_v100 span 1 (the plugin's rules: golden numbers).
   const ov = await sel('resnet50_v100', 'Overview');
+  const ovp = { ...ov, ...PLUGIN };
   await page.evaluate(() => localStorage.clear()).catch(() => {});
-  await open({ ...ov, view: 'Operator' });
+  await open({ ...ovp, view: 'Operator' });
   await waitFor(page, ctx.tableRowsJs, null);
   const byName = expectedResnet.operators.by_name;
   const top = byName.reduce((a, b) => (b.device_self_us > a.device_self_us ? b : a));
@@ -72,7 +75,7 @@ export async function run(ctx) {
   const narrow = await context.newPage();
   ctx.watch(narrow, 'narrow page', ctx.problems);
   await narrow.setViewportSize({ width: 900, height: 700 });
-  await narrow.goto(`${base}${ctx.hashOf({ ...ov, view: 'Operator' })}`, { waitUntil: 'load' });
+  await narrow.goto(`${base}${ctx.hashOf({ ...ovp, view: 'Operator' })}`, { waitUntil: 'load' });
   await waitFor(narrow, ctx.tableRowsJs, null);
   const wide = await narrow.evaluate(() => {
     const sc = document.querySelectorAll('.kt-table-scroll')[0];
@@ -139,10 +142,10 @@ export async function run(ctx) {
   // ---------------------------------------------------------------------------------------
   // 2: call stacks. The stack row names the user's frame with file:line; expanding it lists
   // every frame without sideways scrolling.
-  const opTable = await getJson(base, `operation/table?run=resnet50_v100&worker=${encodeURIComponent(ov.worker)}&span=${ov.span}&group_by=Operation`);
+  const opTable = await getJson(base, `operation/table?run=resnet50_v100&worker=${encodeURIComponent(ov.worker)}&span=${ov.span}&group_by=Operation&rules=${ovp.rules}`);
   const withStack = opTable.data.filter((r) => r.has_call_stack).sort((a, b) => b.host_self_duration - a.host_self_duration)[0];
   if (check(!!withStack, `Operator: resnet50_v100 has operators with call stacks (${withStack && withStack.name})`)) {
-    const stacks = await getJson(base, `operation/stack?run=resnet50_v100&worker=${encodeURIComponent(ov.worker)}&span=${ov.span}&group_by=Operation&op_name=${encodeURIComponent(withStack.name)}`);
+    const stacks = await getJson(base, `operation/stack?run=resnet50_v100&worker=${encodeURIComponent(ov.worker)}&span=${ov.span}&group_by=Operation&op_name=${encodeURIComponent(withStack.name)}&rules=${ovp.rules}`);
     const fileLines = (stack) => stack.split(';').filter(Boolean).map((f) => /^(.*)\((\d+)\):/.exec(f)).map((m) => (m ? `${m[1]}:${m[2]}` : null));
     await page.fill('.kt-table-search', withStack.name);
     // Wait for the search to apply ("N of M rows"), so the table is not redrawn under the clicks.
@@ -190,7 +193,7 @@ export async function run(ctx) {
   // 1: input shapes stay on one line, the whole shape in the title and the copied text.
   const shapes = expectedResnet.operators.by_name_and_input_shape;
   const longShape = shapes.reduce((a, b) => (b.input_shape.length > a.input_shape.length ? b : a));
-  await open({ ...ov, view: 'Operator', op_group: 'OperationAndInputShape' });
+  await open({ ...ovp, view: 'Operator', op_group: 'OperationAndInputShape' });
   await waitFor(page, ctx.tableRowsJs, null);
   await page.selectOption('.kt-table-pager >> nth=0 >> .kt-page-size', '100');
   await page.fill('.kt-table-search', longShape.name);
@@ -206,7 +209,7 @@ export async function run(ctx) {
 
   // ---------------------------------------------------------------------------------------
   // 1 and 3: Kernel names are elided with the full name in the title; durations in units.
-  await open({ ...ov, view: 'Kernel' });
+  await open({ ...ovp, view: 'Kernel' });
   await waitFor(page, ctx.tableRowsJs, null);
   const kTop = expectedResnet.kernels.by_name.reduce((a, b) => (b.total_us > a.total_us ? b : a));
   const kCell = await page.evaluate(([name, colJs]) => {
