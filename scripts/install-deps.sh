@@ -8,7 +8,9 @@
 #                            committed web/dist, so no node and no npm)
 #   install-deps.sh --tests  also what the tests need: doctest, cmake (install consumers),
 #                            chromium, node and the web app's npm
-#                            packages (npm ci in web/, exact lock: rebuilding web/dist, browser test)
+#                            packages (npm ci in web/, exact lock: rebuilding web/dist, browser test),
+#                            and torch-tb-profiler with its pinned dependencies in .venv
+#                            (requirements/peers.txt: the golden_rules test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(meson ninja-build g++ pkg-config python3-venv zlib1g-dev nlohmann-json3-dev libsimdjson-dev
@@ -34,6 +36,8 @@ fi
 # Reinstalled only when a requirements file changed (the stamp holds the ones last installed).
 venv=.venv
 requirements=(requirements/cuda.txt)
+# --tests: also the peers the suite checks numbers against (torch-tb-profiler and what it needs).
+if $tests; then requirements+=(requirements/peers.txt); fi
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
