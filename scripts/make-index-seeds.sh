@@ -9,6 +9,8 @@
 #                                 committed seeds are never derived from third-party traces
 #   string_offset_past_blob       cuda_sample's trace indexed, then one string offset moved past
 #                                 the blob (the finding that created the target, kept checked)
+#   meta_float_as_integer         the same with the timeline meta's t0 written as a float (a
+#                                 finding of 2026-11-28, kept checked)
 #   span_bodies                   a span's Distributed bodies cache file, from a 2-rank job of
 #                                 gen_dist_job served once with the Distributed view requested
 # Usage: scripts/make-index-seeds.sh [BUILD_DIR]   (default build-test; needs its kinetoscope
@@ -55,6 +57,31 @@ for i in range(sections):
         break
 else:
     sys.exit('no string offsets section')
+open(sys.argv[2], 'wb').write(bytes(data))
+EOF
+
+# The timeline meta's t0 (a double's bits as a JSON integer) written as a float of the same
+# length, its CRC set right: nlohmann's get<uint64_t> cast it with undefined behaviour (the
+# campaign of 2026-11-28 found it; server/json_int.hpp).
+python3 - "$(index_of "$work/fz/cuda_sample.pt.trace.json.gz")" "$seeds/meta_float_as_integer.ksidx" <<'EOF'
+import re, struct, sys, zlib
+data = bytearray(open(sys.argv[1], 'rb').read())
+sections, path_bytes = struct.unpack_from('<II', data, 40)
+at = 48 + path_bytes
+for i in range(sections):
+    kind, crc, off, size = struct.unpack_from('<IIQQ', data, at + 24 * i)
+    if kind == 13:  # the timeline's meta JSON
+        meta = bytes(data[off:off + size])
+        m = re.search(rb'"t0":(\d+)', meta)
+        digits = m.group(1)
+        if len(digits) < 6:
+            sys.exit('t0 too short')
+        text = b'1.' + b'0' * (len(digits) - 5) + b'e99'  # 1e99, as long as the integer
+        data[off + m.start(1):off + m.end(1)] = text
+        struct.pack_into('<I', data, at + 24 * i + 4, zlib.crc32(bytes(data[off:off + size])))
+        break
+else:
+    sys.exit('no timeline meta section')
 open(sys.argv[2], 'wb').write(bytes(data))
 EOF
 

@@ -3,7 +3,8 @@
 /// @file device_json.hpp
 /// trace_model::devices as JSON, the same way in the index's model section (trace_index.cpp)
 /// and in a summary's Distributed part (summary.cpp). Reading throws nlohmann::json::exception
-/// on a wrong shape (the caller reports the index as corrupt).
+/// on a wrong shape and std::runtime_error on a non-integer where an integer belongs (the
+/// caller reports the index as corrupt).
 
 #include <cstdint>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include "analysis/model.hpp"
 #include "nlohmann/json.hpp"
+#include "server/json_int.hpp"
 
 namespace kinetoscope::server {
 
@@ -30,14 +32,14 @@ inline std::vector<analysis::device_info> devices_of(const nlohmann::json& j) {
     x.present = d.at(0).get<bool>();
     x.name = d.at(1).get<std::string>();
     x.has_name = d.at(2).get<bool>();
-    x.total_global_mem = d.at(3).get<std::int64_t>();
+    x.total_global_mem = json_int<std::int64_t>(d.at(3));
     x.has_total_global_mem = d.at(4).get<bool>();
-    x.compute_major = d.at(5).get<std::int64_t>();
+    x.compute_major = json_int<std::int64_t>(d.at(5));
     x.has_compute_major = d.at(6).get<bool>();
-    x.compute_minor = d.at(7).get<std::int64_t>();
+    x.compute_minor = json_int<std::int64_t>(d.at(7));
     x.has_compute_minor = d.at(8).get<bool>();
-    x.num_sms = d.at(9).get<std::int64_t>();
-    x.max_threads_per_multiprocessor = d.at(10).get<std::int64_t>();
+    x.num_sms = json_int<std::int64_t>(d.at(9));
+    x.max_threads_per_multiprocessor = json_int<std::int64_t>(d.at(10));
     out.push_back(std::move(x));
   }
   return out;

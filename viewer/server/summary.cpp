@@ -14,6 +14,7 @@
 
 #include "nlohmann/json.hpp"
 #include "server/device_json.hpp"
+#include "server/json_int.hpp"
 
 namespace kinetoscope::server {
 namespace {
@@ -239,15 +240,15 @@ file_summary summary_from_bytes(std::string_view bytes) {
     reader r(bytes.substr(sizeof(summary_magic)));
     const json j = json::parse(r.text());
     file_summary s;
-    s.file_bytes = j.at("file_bytes").get<std::uint64_t>();
+    s.file_bytes = json_int<std::uint64_t>(j.at("file_bytes"));
     s.load_seconds = j.at("load_seconds").get<double>();
-    s.full_bytes = j.at("full_bytes").get<std::uint64_t>();
-    s.warnings = j.at("warnings").get<std::uint64_t>();
+    s.full_bytes = json_int<std::uint64_t>(j.at("full_bytes"));
+    s.warnings = json_int<std::uint64_t>(j.at("warnings"));
     const json& d = j.at("diagnostics");
-    s.diagnostics.events_by_category = d.at("events_by_category").get<std::map<std::string, std::uint64_t>>();
-    s.diagnostics.warnings = d.at("warnings").get<std::map<std::string, std::uint64_t>>();
+    s.diagnostics.events_by_category = json_int_map<std::uint64_t>(d.at("events_by_category"));
+    s.diagnostics.warnings = json_int_map<std::uint64_t>(d.at("warnings"));
     s.diagnostics.messages = d.at("messages").get<std::vector<std::string>>();
-    s.diagnostics.text_bytes = d.at("text_bytes").get<std::uint64_t>();
+    s.diagnostics.text_bytes = json_int<std::uint64_t>(d.at("text_bytes"));
     const json& v = j.at("views");
     s.kernel_view = v.at(0).get<bool>();
     s.memory_view = v.at(1).get<bool>();
@@ -255,10 +256,10 @@ file_summary summary_from_bytes(std::string_view bytes) {
     s.timeline_error = j.at("timeline_error").get<std::string>();
     const json& dist = j.at("distributed");
     s.distributed.devices = devices_of(dist.at("devices"));
-    s.distributed.used_devices = dist.at("used_devices").get<std::set<std::int64_t>>();
+    s.distributed.used_devices = json_int_set<std::int64_t>(dist.at("used_devices"));
     for (const auto& o : dist.at("overlap")) s.distributed.overlap.emplace_back(o.at(0).get<std::string>(), bar_of(o.at(1)));
     s.distributed.overlap_all = bar_of(dist.at("overlap_all"));
-    s.rank_id = j.at("rank_id").get<std::int64_t>();
+    s.rank_id = json_int<std::int64_t>(j.at("rank_id"));
 
     r.read_strings();
     s.bodies = r.bodies();

@@ -24,6 +24,7 @@
 #include "analysis/sorting.hpp"
 #include "kinetoscope/formats/json_text.hpp"
 #include "nlohmann/json.hpp"
+#include "server/json_int.hpp"
 
 namespace kinetoscope::server {
 
@@ -650,7 +651,7 @@ void timeline::impl::write_tracks_json() {
 
 /// Doubles travel in the meta JSON as their bit patterns: exact, and NaN-proof.
 std::uint64_t bits_of(double v) { return std::bit_cast<std::uint64_t>(v); }
-double double_of(const nlohmann::json& j) { return std::bit_cast<double>(j.get<std::uint64_t>()); }
+double double_of(const nlohmann::json& j) { return std::bit_cast<double>(json_int<std::uint64_t>(j)); }
 
 void timeline::impl::write_meta() {
   nlohmann::json j;
@@ -677,16 +678,16 @@ void timeline::impl::restore() {
       track_info info;
       info.name = t.at(0).get<std::string>();
       info.group = t.at(1).get<std::string>();
-      const int kind = t.at(2).get<int>();
+      const int kind = json_int<int>(t.at(2));
       if (kind < 0 || kind > static_cast<int>(track_kind::other)) bad("a track kind out of range");
       info.kind = static_cast<track_kind>(kind);
-      info.pid = t.at(3).get<std::int64_t>();
-      info.tid = t.at(4).get<std::int64_t>();
+      info.pid = json_int<std::int64_t>(t.at(3));
+      info.tid = json_int<std::int64_t>(t.at(4));
       info.pid_is_string = t.at(5).get<bool>();
       info.tid_is_string = t.at(6).get<bool>();
-      info.rows = t.at(7).get<std::uint32_t>();
-      info.events = t.at(8).get<std::uint64_t>();
-      info.first_lane = t.at(9).get<std::uint32_t>();
+      info.rows = json_int<std::uint32_t>(t.at(7));
+      info.events = json_int<std::uint64_t>(t.at(8));
+      info.first_lane = json_int<std::uint32_t>(t.at(9));
       tracks.push_back(std::move(info));
     }
     for (const auto& w : j.at("series")) {
@@ -694,12 +695,14 @@ void timeline::impl::restore() {
       s.name = w.at(0).get<std::string>();
       s.unit = w.at(1).get<std::string>();
       s.max = double_of(w.at(2));
-      s.begin = w.at(3).get<std::uint64_t>();
-      s.count = w.at(4).get<std::uint64_t>();
+      s.begin = json_int<std::uint64_t>(w.at(3));
+      s.count = json_int<std::uint64_t>(w.at(4));
       windowed.push_back(std::move(s));
     }
     tracks_cache = j.at("tracks_json").get<std::string>();
   } catch (const nlohmann::json::exception& e) {
+    bad(std::string("meta: ") + e.what());
+  } catch (const std::runtime_error& e) {  // json_int: a float or an out-of-range integer
     bad(std::string("meta: ") + e.what());
   }
   if (!nlohmann::json::accept(tracks_cache)) bad("the tracks answer is not JSON");

@@ -119,23 +119,24 @@ nlohmann::json model_misc(const an::trace_model& m) {
   return j;
 }
 
-/// Throws (nlohmann::json::exception) on a wrong shape; the caller reports it as corrupt.
+/// Throws (nlohmann::json::exception, std::runtime_error from json_int) on a wrong shape; the
+/// caller reports it as corrupt.
 void read_model_misc(const nlohmann::json& j, an::trace_model& m) {
   m.devices = devices_of(j.at("devices"));
   if (j.contains("distributed")) {
     const auto& d = j.at("distributed");
-    m.distributed = an::distributed_meta{d.at(0).get<std::string>(), d.at(1).get<std::int64_t>(),
-                                         d.at(2).get<std::int64_t>()};
+    m.distributed = an::distributed_meta{d.at(0).get<std::string>(), json_int<std::int64_t>(d.at(1)),
+                                         json_int<std::int64_t>(d.at(2))};
   }
   m.lightning = j.at("lightning").get<bool>();
   m.legacy_array = j.at("legacy_array").get<bool>();
-  m.schema_version = j.at("schema_version").get<std::int64_t>();
-  m.base_time_ns = j.at("base_time_ns").get<std::int64_t>();
+  m.schema_version = json_int<std::int64_t>(j.at("schema_version"));
+  m.base_time_ns = json_int<std::int64_t>(j.at("base_time_ns"));
   m.record_window_end_dropped = j.at("record_window_end_dropped").get<bool>();
-  m.diagnostics.events_by_category = j.at("events_by_category").get<std::map<std::string, std::uint64_t>>();
-  m.diagnostics.warnings = j.at("warnings").get<std::map<std::string, std::uint64_t>>();
+  m.diagnostics.events_by_category = json_int_map<std::uint64_t>(j.at("events_by_category"));
+  m.diagnostics.warnings = json_int_map<std::uint64_t>(j.at("warnings"));
   m.diagnostics.messages = j.at("messages").get<std::vector<std::string>>();
-  m.diagnostics.text_bytes = j.at("text_bytes").get<std::uint64_t>();
+  m.diagnostics.text_bytes = json_int<std::uint64_t>(j.at("text_bytes"));
 }
 
 /// Every field that indexes something, and every bool and enum byte, in range.
