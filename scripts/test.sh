@@ -30,10 +30,10 @@ run_suite() {  # build-dir, extra meson test options, meson setup options...
 # -Dcupti=enabled -Dgpu_samples=enabled: the CUPTI backend and samples/cuda are built and
 # tested here; a missing CUDA prefix (.venv/cuda, install-deps.sh) fails the setup.
 run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples=enabled || status=1
-# The browser, install and golden suites are registered only when node, cmake and the venv's
-# torch-tb-profiler are there, which install-deps.sh --tests made sure of: their absence from the
-# log is a failure, not a skip.
-for what in browser install golden; do
+# The browser, install, golden, tensorboard_plugin and wheel suites are registered only when node,
+# cmake and the venv's torch-tb-profiler and TensorBoard are there, which install-deps.sh --tests
+# made sure of: their absence from the log is a failure, not a skip.
+for what in browser install golden tensorboard wheel; do
   if ! grep -q "^$what checks: " build-test/meson-logs/testlog.txt 2>/dev/null; then
     echo "$what checks did not run"
     status=1
@@ -44,7 +44,7 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 # (No benchmarks there: they are never run under sanitizers, and compiling them costs minutes.
 # -O0: at -O1 GCC 12 compiles the sanitized tests 3.5 times slower (test_api.cpp: 165 s against
 # 47 s), more than the faster suites win back, and warns falsely inside <regex>.)
-run_suite build-asan "--no-suite browser" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+run_suite build-asan "--no-suite browser --no-suite wheel" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbenchmarks=disabled || status=1
 
 for dir in build-test build-asan; do
@@ -70,7 +70,7 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
   done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
-                  -e 's/^\(browser\|install\|golden\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
+                  -e 's/^\(browser\|install\|golden\|tensorboard\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
                   -e 's/^fuzz replay: [0-9]* inputs ok$/1 0/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts
