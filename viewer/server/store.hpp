@@ -94,7 +94,7 @@ struct store_options {
   double demand_retry_seconds = 5;
   /// The rule set of the views (analysis/rules.hpp): kinetoscope's unless `--plugin_rules`.
   /// Requests may ask for the other one (`rules=`, store::views()). The persisted indexes hold
-  /// the views of one rule set: an index written under the other is rebuilt.
+  /// the views of one rule set: each rule set has index files of its own (index_file_path).
   analysis::rule_set rules = analysis::rule_set::kinetoscope;
   /// For tests: called on the on-demand thread once a loading profile's timeline has been
   /// handed to timeline-only requests (store::acquire), before its other views are computed.
