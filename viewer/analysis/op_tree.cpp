@@ -1173,55 +1173,61 @@ double eligible_op_kernel_ratio(const op_trees& trees) {
   return den > 0 ? num / den : 0.0;
 }
 
-gpu_tc_ratio tc_ratio_per_gpu(const trace_model& model, const op_trees& trees,
-                              const std::set<std::int64_t>& gpu_ids) {
-  gpu_tc_ratio result;
+namespace {
+/// Per-GPU sums of kernel time and tensor-core kernel time, shared by both ratios below (each
+/// adds its kernels in its own order, which decides the floating-point sums).
+struct gpu_tc_sums {
   std::map<std::int64_t, double> tc;
   std::map<std::int64_t, double> total;
-  for (auto n : trees.operators) {
-    for (auto r : trees.nodes[n].runtimes) {
-      for (auto d : trees.runtimes[r].devices) {
-        const device_node& dev = trees.devices[d];
-        if (dev.type != event_type::kernel) continue;
-        result.has_kernel = true;
-        const event& e = model.events[dev.event];
-        if (e.extra == no_index || e.extra >= model.kernels.size() || model.kernels[e.extra].device < 0) continue;
-        std::int64_t id = model.kernels[e.extra].device;
-        double dur = dev.end - dev.start;
-        if (dev.tc_kernel) tc[id] += dur;
-        total[id] += dur;
-      }
-    }
-  }
-  if (!result.has_kernel) return result;
-  for (auto id : gpu_ids) {
-    double t = total.count(id) ? total[id] : 0.0;
-    result.ratio[id] = t > 0 ? (tc.count(id) ? tc[id] : 0.0) / t : 0.0;
-  }
-  return result;
-}
 
-gpu_tc_ratio tc_ratio_per_gpu_all_kernels(const trace_model& model, const op_trees& trees,
-                                          const std::set<std::int64_t>& gpu_ids) {
-  gpu_tc_ratio result;
-  std::map<std::int64_t, double> tc;
-  std::map<std::int64_t, double> total;
-  for (const device_node& dev : trees.devices) {
-    if (dev.type != event_type::kernel) continue;
+  /// Adds kernel `dev`; false when it has no args "device" (skipped: the plugin crashes, Q20).
+  bool add(const trace_model& model, const device_node& dev) {
     const event& e = model.events[dev.event];
-    if (e.extra == no_index || e.extra >= model.kernels.size() || model.kernels[e.extra].device < 0) continue;
-    result.has_kernel = true;
+    if (e.extra == no_index || e.extra >= model.kernels.size() || model.kernels[e.extra].device < 0) return false;
     const std::int64_t id = model.kernels[e.extra].device;
     const double dur = dev.end - dev.start;
     if (dev.tc_kernel) tc[id] += dur;
     total[id] += dur;
+    return true;
   }
-  if (!result.has_kernel) return result;
-  for (auto id : gpu_ids) {
-    const double t = total.count(id) ? total[id] : 0.0;
-    result.ratio[id] = t > 0 ? (tc.count(id) ? tc[id] : 0.0) / t : 0.0;
+
+  /// The ratio of every id of `gpu_ids` (0 without kernel time); none when !has_kernel.
+  gpu_tc_ratio finish(bool has_kernel, const std::set<std::int64_t>& gpu_ids) const {
+    gpu_tc_ratio result;
+    result.has_kernel = has_kernel;
+    if (!has_kernel) return result;
+    for (auto id : gpu_ids) {
+      const auto t = total.find(id);
+      const auto c = tc.find(id);
+      result.ratio[id] = t != total.end() && t->second > 0 ? (c != tc.end() ? c->second : 0.0) / t->second : 0.0;
+    }
+    return result;
   }
-  return result;
+};
+}  // namespace
+
+gpu_tc_ratio tc_ratio_per_gpu(const trace_model& model, const op_trees& trees,
+                              const std::set<std::int64_t>& gpu_ids) {
+  gpu_tc_sums sums;
+  bool has_kernel = false;  // any attributed kernel, with a device or not
+  for (auto n : trees.operators)
+    for (auto r : trees.nodes[n].runtimes)
+      for (auto d : trees.runtimes[r].devices) {
+        const device_node& dev = trees.devices[d];
+        if (dev.type != event_type::kernel) continue;
+        has_kernel = true;
+        sums.add(model, dev);
+      }
+  return sums.finish(has_kernel, gpu_ids);
+}
+
+gpu_tc_ratio tc_ratio_per_gpu_all_kernels(const trace_model& model, const op_trees& trees,
+                                          const std::set<std::int64_t>& gpu_ids) {
+  gpu_tc_sums sums;
+  bool has_kernel = false;  // any kernel with a device
+  for (const device_node& dev : trees.devices)
+    if (dev.type == event_type::kernel && sums.add(model, dev)) has_kernel = true;
+  return sums.finish(has_kernel, gpu_ids);
 }
 
 }  // namespace kinetoscope::analysis
