@@ -10,7 +10,8 @@
 #                            chromium, node and the web app's npm
 #                            packages (npm ci in web/, exact lock: rebuilding web/dist, browser test),
 #                            and torch-tb-profiler with its pinned dependencies in .venv
-#                            (requirements/peers.txt: the golden_rules test)
+#                            (requirements/peers.txt: the golden_rules test), and nanobind
+#                            (requirements/python.txt: the engine module kinetoscope._engine)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 packages=(meson ninja-build g++ pkg-config python3-venv zlib1g-dev nlohmann-json3-dev libsimdjson-dev
@@ -37,7 +38,7 @@ fi
 venv=.venv
 requirements=(requirements/cuda.txt)
 # --tests: also the peers the suite checks numbers against (torch-tb-profiler and what it needs).
-if $tests; then requirements+=(requirements/peers.txt); fi
+if $tests; then requirements+=(requirements/peers.txt requirements/python.txt); fi
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi

@@ -29,11 +29,13 @@ run_suite() {  # build-dir, extra meson test options, meson setup options...
 
 # -Dcupti=enabled -Dgpu_samples=enabled: the CUPTI backend and samples/cuda are built and
 # tested here; a missing CUDA prefix (.venv/cuda, install-deps.sh) fails the setup.
-run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples=enabled || status=1
-# The browser, install, golden, tensorboard_plugin and wheel suites are registered only when node,
-# cmake and the venv's torch-tb-profiler and TensorBoard are there, which install-deps.sh --tests
-# made sure of: their absence from the log is a failure, not a skip.
-for what in browser install golden tensorboard wheel; do
+run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples=enabled -Dpython=enabled || status=1
+# The browser, install, golden, tensorboard_plugin, python and wheel suites are registered only
+# when node, cmake and the venv's torch-tb-profiler, TensorBoard and nanobind are there, which
+# install-deps.sh --tests made sure of: their absence from the log is a failure, not a skip.
+# (-Dpython=enabled: the engine module, built and tested here only; loading an ASan-built
+# module into a Python that is not would need the sanitizer runtime preloaded.)
+for what in browser install golden tensorboard python wheel; do
   if ! grep -q "^$what checks: " build-test/meson-logs/testlog.txt 2>/dev/null; then
     echo "$what checks did not run"
     status=1
@@ -70,7 +72,7 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
   done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
-                  -e 's/^\(browser\|install\|golden\|tensorboard\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
+                  -e 's/^\(browser\|install\|golden\|tensorboard\|python\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
                   -e 's/^fuzz replay: [0-9]* inputs ok$/1 0/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts
