@@ -30,23 +30,26 @@ run_suite() {  # build-dir, extra meson test options, meson setup options...
 # -Dcupti=enabled -Dgpu_samples=enabled: the CUPTI backend and samples/cuda are built and
 # tested here; a missing CUDA prefix (.venv/cuda, install-deps.sh) fails the setup.
 run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples=enabled -Dpython=enabled || status=1
-# The browser, install, golden, tensorboard_plugin, python and wheel suites are registered only
-# when node, cmake and the venv's torch-tb-profiler, TensorBoard and nanobind are there, which
-# install-deps.sh --tests made sure of: their absence from the log is a failure, not a skip.
+# The browser, install, golden, tensorboard_plugin, python, pytorch, hta and wheel suites are
+# registered only when node, cmake, the venv's torch-tb-profiler, TensorBoard and nanobind, and
+# the peers' venvs (.venv-torch, .venv-hta) are there, which install-deps.sh --tests made sure
+# of: their absence from the log is a failure, not a skip.
 # (-Dpython=enabled: the engine module, built and tested here only; loading an ASan-built
 # module into a Python that is not would need the sanitizer runtime preloaded.)
-for what in browser install golden tensorboard python wheel; do
+for what in browser install golden tensorboard python pytorch hta wheel; do
   if ! grep -q "^$what checks: " build-test/meson-logs/testlog.txt 2>/dev/null; then
     echo "$what checks did not run"
     status=1
   fi
 done
-# Sanitizers: detect_leaks stays on; UBSan findings abort the test.
+# Sanitizers: detect_leaks stays on; UBSan findings abort the test. (pytorch_peer is left out
+# there: it runs analyze on one small CPU trace, which the plain build checks; the wheel and
+# browser suites need a release program or a browser, not sanitizers.)
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # (No benchmarks there: they are never run under sanitizers, and compiling them costs minutes.
 # -O0: at -O1 GCC 12 compiles the sanitized tests 3.5 times slower (test_api.cpp: 165 s against
 # 47 s), more than the faster suites win back, and warns falsely inside <regex>.)
-run_suite build-asan "--no-suite browser --no-suite wheel" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
+run_suite build-asan "--no-suite browser --no-suite wheel --no-suite pytorch" --buildtype=debug -Db_sanitize=address,undefined -Db_lundef=false \
   -Dbenchmarks=disabled || status=1
 
 for dir in build-test build-asan; do
@@ -72,7 +75,7 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
   done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
-                  -e 's/^\(browser\|install\|golden\|tensorboard\|python\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
+                  -e 's/^\(browser\|install\|golden\|tensorboard\|python\|pytorch\|hta\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
                   -e 's/^fuzz replay: [0-9]* inputs ok$/1 0/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts
