@@ -208,9 +208,6 @@ class Trace:
         table = {"overlap": "distributed_overlap", "comm_ops": "distributed_comm_ops"}.get(what)
         if table is None:
             raise ValueError(f"what must be 'overlap' or 'comm_ops' (got {what!r})")
-        available, reason = self._t.distributed_status(self._rules(rules))
-        if not available:
-            raise TraceError(f"{self.path}: no distributed view: {reason}")
         return self._table("distributed", table, rules)
 
     def diff(self, other: "Trace", rules: str | None = None):

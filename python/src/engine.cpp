@@ -474,6 +474,10 @@ class trace {
       std::vector<std::unique_ptr<ojson>> cells;  // depth and parent of each row
       module_rows(doc["modules"], 0, "", rows, cells);
       return columns(rows);
+    } else if (table.starts_with("distributed_") && !doc.contains("distributed")) {
+      throw no_distributed_view("a single trace file, not a run folder");
+    } else if (table.starts_with("distributed_") && !doc["distributed"]["available"].get<bool>()) {
+      throw no_distributed_view(doc["distributed"]["reason"].get<std::string>());
     } else if (table == "distributed_overlap") {
       for (const auto& w : doc["distributed"]["workers"]) {
         flat_row r{{"worker", &w["worker"]}};
@@ -487,13 +491,6 @@ class trace {
       throw nb::value_error(("no table '" + table + "'").c_str());
     }
     return columns(rows);
-  }
-
-  /// Whether the distributed view exists, and why not.
-  std::pair<bool, std::string> distributed_status(const std::string& rules) const {
-    const ojson doc = compute("distributed", rules, std::nullopt, "");
-    if (!doc.contains("distributed")) return {false, "a single trace file, not a run folder"};
-    return {doc["distributed"]["available"].get<bool>(), doc["distributed"]["reason"].get<std::string>()};
   }
 
   /// The diff view's rows against `other` (this trace is the baseline), as columns.
@@ -515,6 +512,11 @@ class trace {
   }
 
  private:
+  trace_failure no_distributed_view(const std::string& why) const {
+    const std::string message = chosen_.path + ": no distributed view: " + why;
+    return trace_failure{message, chosen_.path, {}, {}, "no distributed view: " + why};
+  }
+
   /// The module tree depth first: each node a row with its depth and its ancestors' names
   /// ("Net/Sequential"); their cells live in `cells`.
   static void module_rows(const ojson& nodes, std::int64_t depth, const std::string& parent,
@@ -615,7 +617,6 @@ NB_MODULE(_engine, m) {
            nb::arg("memory_range") = nb::none(), nb::arg("diff_path") = "")
       .def("table", &trace::table, nb::arg("view"), nb::arg("table"), nb::arg("rules") = "kinetoscope",
            nb::arg("memory_range") = nb::none())
-      .def("distributed_status", &trace::distributed_status, nb::arg("rules") = "kinetoscope")
       .def("diff", &trace::diff, nb::arg("other"), nb::arg("rules") = "kinetoscope")
       .def("events", &trace::events, nb::arg("cats") = std::vector<std::string>{}, nb::arg("start") = nb::none(),
            nb::arg("end") = nb::none(), nb::arg("with_args") = true);
