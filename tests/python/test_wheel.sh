@@ -182,12 +182,18 @@ else
 fi
 # Another install scheme (--prefix, as --user and --target): the console script and
 # `python -m kinetoscope` find the program inside the package wherever that lands.
-"$venv/bin/python" -m pip install -q --no-deps --prefix "$work/prefix" "$wheel" >/dev/null 2>&1
+"$venv/bin/python" -m pip install -q --no-deps --ignore-installed --prefix "$work/prefix" "$wheel" >/dev/null 2>&1
 prefix_site=$("$venv/bin/python" -c "import sysconfig; print(sysconfig.get_path('platlib', vars={'base': '$work/prefix', 'platbase': '$work/prefix'}))")
-check "pip install --prefix: its bin/kinetoscope and python -m kinetoscope run the program" bash -c "
-  PYTHONPATH='$prefix_site' '$work/prefix/bin/kinetoscope' --version | grep -q '^kinetoscope ' &&
-  PYTHONPATH='$prefix_site' '$venv/bin/python' -m kinetoscope --version | grep -q '^kinetoscope ' &&
-  PYTHONPATH='$prefix_site' '$venv/bin/python' -c 'import kinetoscope._launcher as l; assert l.program().startswith(\"$prefix_site/\"), l.program()'"
+check "pip install --prefix: its bin/kinetoscope and python -m kinetoscope run the program inside it" \
+  env PYTHONPATH="$prefix_site" "$venv/bin/python" - "$work/prefix/bin/kinetoscope" "$prefix_site" <<'PY'
+import subprocess, sys
+import kinetoscope._launcher as launcher
+script, site = sys.argv[1], sys.argv[2]
+assert launcher.program().startswith(site + '/'), launcher.program()
+for argv in ([script, '--version'], [sys.executable, '-m', 'kinetoscope', '--version']):
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    assert out.startswith('kinetoscope '), (argv, out)
+PY
 check "import kinetoscope (no TensorBoard needed)" "$venv/bin/python" -c "import kinetoscope; print(kinetoscope.__version__)"
 check "pip install the pinned TensorBoard (the [tensorboard] extra)" \
   "$venv/bin/python" -m pip install -q "tensorboard==$(sed -n 's/^tensorboard==\([^ ]*\).*/\1/p' "$src/requirements/peers.txt")"
