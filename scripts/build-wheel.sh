@@ -17,7 +17,9 @@
 #    have; it is bundled anyway, so the wheel needs nothing from the system but glibc, libstdc++
 #    and libgcc_s. (Debian's libz.a and libprotobuf.a are not position-independent: they cannot
 #    be linked into the engine module, which is why both are bundled rather than static.)
-# 3. auditwheel show of the result.
+# 3. The bundled libraries' licence texts (Debian's copyright files) into .dist-info/licenses/,
+#    their SPDX ids added to METADATA's License-Expression.
+# 4. auditwheel show of the result.
 #
 # The platform tag (--plat, default: the one `auditwheel show` derives from the symbol versions
 # the binaries need) follows the build machine's glibc and libstdc++: manylinux_2_35_x86_64 on
@@ -99,6 +101,75 @@ sys.argv[0] = 'auditwheel'
 sys.exit(main())
 PY
 wheel=$(ls "$out"/kinetoscope-*.whl)
+# The bundled libraries' licences: their Debian copyright files (found through dpkg -S) go into
+# the wheel's .dist-info/licenses/, and METADATA's License-Expression names their licences beside
+# ours (RECORD updated). Off Debian (no dpkg) a warning says the texts are missing.
+echo "== the bundled libraries' licences"
+"$python" - "$wheel" <<'PY'
+import base64, hashlib, os, re, shutil, subprocess, sys, tempfile, zipfile
+
+SPDX = {'libsimdjson': 'Apache-2.0', 'libprotobuf': 'BSD-3-Clause', 'libz': 'Zlib'}
+path = sys.argv[1]
+with zipfile.ZipFile(path) as z:
+    names = z.namelist()
+    items = [(i, z.read(i.filename)) for i in z.infolist()]
+libs = sorted(n.split('/', 1)[1] for n in names if n.startswith('kinetoscope.libs/') and not n.endswith('/'))
+dist_info = next(n.split('/')[0] for n in names if n.endswith('.dist-info/METADATA'))
+added, licences = {}, []
+for lib in libs:
+    base = re.sub(r'-[0-9a-f]{8}\..*', '', lib)
+    if base not in SPDX:
+        sys.exit(f'build-wheel.sh: {lib} is bundled but its licence is unknown: add it to SPDX here')
+    licences.append(SPDX[base])
+    soname = lib.split('.so')[0].rsplit('-', 1)[0] + '.so'
+    ldconfig = shutil.which('ldconfig') or '/sbin/ldconfig'
+    listing = subprocess.run([ldconfig, '-p'], capture_output=True, text=True).stdout if os.path.exists(ldconfig) else ''
+    found = next((line.rsplit('=> ', 1)[1].strip() for line in listing.splitlines()
+                  if line.strip().startswith(soname + '.') and '=> ' in line), '')
+    package = ''
+    if found and shutil.which('dpkg'):
+        # dpkg knows a merged-/usr file by the path its package ships (/lib/... or /usr/lib/...).
+        real = os.path.realpath(found)
+        for candidate in dict.fromkeys([found, real, real.removeprefix('/usr'), '/usr' + real]):
+            out = subprocess.run(['dpkg', '-S', candidate], capture_output=True, text=True).stdout
+            if out:
+                package = out.split(':')[0]
+                break
+    copyright = f'/usr/share/doc/{package}/copyright' if package else ''
+    if not copyright or not os.path.isfile(copyright):
+        print(f'warning: no licence text found for {lib} ({SPDX[base]}): add it to the wheel by hand')
+        continue
+    added[f'{dist_info}/licenses/{base}.copyright'] = open(copyright, 'rb').read()
+    print(f'{lib}: {SPDX[base]}, {copyright} ({package})')
+
+def record_line(name, data):
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()
+    return f'{name},sha256={digest},{len(data)}'
+
+out_items = []
+for info, data in items:
+    if info.filename == f'{dist_info}/METADATA':
+        text = data.decode()
+        expr = re.search(r'^License-Expression: (.*)$', text, re.M).group(1)
+        full = ' AND '.join(dict.fromkeys([expr] + licences))
+        text = re.sub(r'^License-Expression: .*$', f'License-Expression: {full}', text, flags=re.M)
+        text = text.replace('\n\n', ''.join(f'\nLicense-File: licenses/{n.rsplit("/", 1)[1]}' for n in added) + '\n\n', 1)
+        data = text.encode()
+    if info.filename != f'{dist_info}/RECORD':
+        out_items.append((info, data))
+records = [record_line(i.filename, d) for i, d in out_items if not i.filename.endswith('/')]
+records += [record_line(n, d) for n, d in added.items()]
+records.append(f'{dist_info}/RECORD,,')
+fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), suffix='.whl')
+os.close(fd)
+with zipfile.ZipFile(tmp, 'w', zipfile.ZIP_DEFLATED) as z:
+    for info, data in out_items:
+        z.writestr(info, data)
+    for name, data in added.items():
+        z.writestr(name, data)
+    z.writestr(f'{dist_info}/RECORD', '\n'.join(records) + '\n')
+os.replace(tmp, path)
+PY
 cp "$sdist" "$out/"
 sdist=$out/$(basename "$sdist")
 echo "== auditwheel show $(basename "$wheel")"

@@ -126,6 +126,17 @@ assert system <= glibc_era, f'versioned symbols from {sorted(system - glibc_era)
 print(show['overall_tag'])
 PY
 
+check "the bundled libraries' licence texts and ids are in the wheel's metadata" "$python" - "$wheel" <<'PY'
+import re, sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+meta = z.read(next(n for n in z.namelist() if n.endswith('.dist-info/METADATA'))).decode()
+expr = re.search(r'^License-Expression: (.*)$', meta, re.M).group(1)
+assert set(expr.split(' AND ')) == {'BSD-3-Clause', 'Apache-2.0', 'Zlib'}, expr
+for lib in ('libsimdjson', 'libprotobuf', 'libz'):
+    name = next(n for n in z.namelist() if n.endswith(f'.dist-info/licenses/{lib}.copyright'))
+    assert f'License-File: licenses/{lib}.copyright' in meta, meta
+    assert b'Copyright' in z.read(name) or b'copyright' in z.read(name), name
+PY
 "$python" -m venv "$work/venv"
 venv=$work/venv
 check "pip install the wheel into a clean venv (with its one dependency, numpy)" "$venv/bin/python" -m pip install -q "$wheel" \
