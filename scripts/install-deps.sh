@@ -74,7 +74,7 @@ if $tests; then
     [ -x "$peer_venv/bin/python" ] || python3 -m venv "$peer_venv"
     if ! cmp -s "requirements/$peer.txt" "$peer_venv/.kinetoscope-requirements" 2>/dev/null; then
       "$peer_venv/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-        --no-cache-dir -r "requirements/$peer.txt"
+        -r "requirements/$peer.txt"
       cp "requirements/$peer.txt" "$peer_venv/.kinetoscope-requirements"
     fi
   done
