@@ -36,7 +36,7 @@ run_suite build-test "" --buildtype=debugoptimized -Dcupti=enabled -Dgpu_samples
 # of: their absence from the log is a failure, not a skip.
 # (-Dpython=enabled: the engine module, built and tested here only; loading an ASan-built
 # module into a Python that is not would need the sanitizer runtime preloaded.)
-for what in browser install golden tensorboard python pytorch hta wheel; do
+for what in browser install golden distributed tensorboard python pytorch hta wheel; do
   if ! grep -q "^$what checks: " build-test/meson-logs/testlog.txt 2>/dev/null; then
     echo "$what checks did not run"
     status=1
@@ -75,7 +75,7 @@ for log in build-test/meson-logs/testlog.txt build-asan/meson-logs/testlog.txt; 
   while read -r p f; do
     passed=$((passed + p)); failed=$((failed + f))
   done < <(sed -n -e 's/^\[doctest\] test cases: *[0-9]* *| *\([0-9]*\) passed *| *\([0-9]*\) failed.*/\1 \2/p' \
-                  -e 's/^\(browser\|install\|golden\|tensorboard\|python\|pytorch\|hta\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
+                  -e 's/^\(browser\|install\|golden\|distributed\|tensorboard\|python\|pytorch\|hta\|wheel\) checks: \([0-9]*\) passed, \([0-9]*\) failed$/\2 \3/p' \
                   -e 's/^fuzz replay: [0-9]* inputs ok$/1 0/p' "$log")
 done
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi  # a build or runner failure counts

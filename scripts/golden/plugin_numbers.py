@@ -3,6 +3,7 @@
 """torch-tb-profiler's own numbers for one trace file, as `kinetoscope analyze --json` keys.
 
     plugin_numbers.py TRACE [--indent N]
+    plugin_numbers.py --distributed RUN_FOLDER [--span S] [--indent N]
 
 Runs the plugin's code (the package `torch_tb_profiler`, requirements/peers.txt) on TRACE the way
 its loader does for one file (profiler/loader.py `RunLoader._process_data`: `RunProfileData.parse`,
@@ -23,6 +24,41 @@ would send onto the keys of `kinetoscope analyze --json`:
 
 That is the mapping ../shared/expected/*.expected.json were made with (see its README); the golden
 test (tests/golden/test_golden_rules.py) checks that this script reproduces them.
+
+With --distributed, the Distributed view of one span of a run instead: every worker file of
+RUN_FOLDER (the files of the folder itself named like `WORKER[.TIMESTAMP].pt.trace.json[.gz]`,
+spans numbered 1, 2, … per worker in timestamp order, "default" without one; --span picks one,
+else the first) is loaded as above (`run_plugin`, one after the other: the loader's
+`RunLoader.load` without its processes and queue; a file the plugin cannot read is left out, as
+there, and listed in `failed_files`), made into `DistributedRunProfileData`, and the whole run
+handed to `RunLoader._process_spans` (the cross-worker real ranges, then
+`DistributedRunGenerator`). Its payloads (routes /distributed/overlap, /waittime, /commops) map
+onto `kinetoscope analyze RUN_FOLDER --json --view distributed --plugin_rules`:
+
+    distributed.available       the span has a distributed profile (every worker communicates,
+                                with as many communication ops and kernels as the others)
+    distributed.reason          "" when available; else the loader's error log lines, or the
+                                workers without communication (kinetoscope words it its own way)
+    distributed.workers[]       the span's workers, sorted by name:
+      .worker                   the worker name (the file name up to the timestamp)
+      .overlap                  the "all" bar of steps_to_overlap (integers: Σ over the steps /
+                                step count, truncated): computation_us, overlap_us,
+                                communication_us, other_us (its legends Computation, Overlapping,
+                                Communication, Other)
+      .wait                     the "all" bar of steps_to_wait (integers, the same way):
+                                data_transfer_us, synchronizing_us ("Data Transfer Time",
+                                "Synchronizing Time")
+      .comm_ops[]               the worker's "Communication Operations Stats" rows in the plugin's
+                                order: name, calls, total_size_bytes, avg_size_bytes,
+                                total_latency_us (raw), avg_latency_us, data_transfer_us (raw),
+                                avg_data_transfer_us (the averages rounded by the plugin)
+
+The per-step bars and the Device Information panel are not mapped (analyze --json does not print
+them). The distributed code (loader.py, communication.py, DistributedRunGenerator, the
+communication parts of event_parser.py) is the same in the final source as in the wheel, up to
+type comments; the fixes below apply to it as to one file (#1166 and #845 change which events are
+runtimes and annotations, hence the overlap bars). tests/golden/test_golden_distributed.py
+compares this with analyze.
 
 Which plugin. The goldens come from the plugin's last source in pytorch/kineto (tb_plugin/, whose
 version string stayed 0.4.3 until the folder was removed in 2026; last analysis change 2025-12).
@@ -52,6 +88,7 @@ Nothing else of the wheel is changed, and no kinetoscope code is used.
 import argparse
 import html
 import json
+import logging
 import math
 import os
 import re
@@ -179,7 +216,9 @@ def flows_as_final_source(trace_json):
 # Running the plugin on one file (profiler/loader.py RunLoader._process_data, without the worker
 # process and the queue).
 
-def run_plugin(path):
+def run_plugin(path, span_index=0):
+    """(RunProfileData, RunProfile) of one file. `span_index`: the loader's span number of the
+    file (None = no span); 0 = the file taken alone (1 when its name has a timestamp)."""
     from torch_tb_profiler import consts
     from torch_tb_profiler.profiler.data import RunProfileData
     from torch_tb_profiler.profiler.run_generator import RunGenerator
@@ -188,8 +227,10 @@ def run_plugin(path):
     match = consts.WORKER_PATTERN.match(base)
     worker = match.group(1) if match else base
     span = match.group(2)[1:] if match and match.group(2) else None
-    # One file: its span index is 1 when it has a timestamp (loader.py numbers them per worker).
-    span_index = None if span is None else 1
+    if span_index == 0:
+        # One file: its span index is 1 when it has a timestamp (loader.py numbers them per
+        # worker).
+        span_index = None if span is None else 1
 
     with tempfile.TemporaryDirectory(prefix='plugin_numbers.') as cache_dir:
         # RunProfileData.parse = _preprocess_file + from_json; the flows are renamed in between.
@@ -335,13 +376,159 @@ def plugin_numbers(path):
     return out
 
 
+# --------------------------------------------------------------------------------------------
+# The Distributed view: every worker of one span (profiler/loader.py RunLoader.load, without the
+# worker processes and the queue, then RunLoader._process_spans).
+
+class _LoaderErrors(logging.Handler):
+    """Keeps the plugin's error log lines (why a span gets no distributed view) instead of
+    printing them."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def run_folder_files(folder):
+    """[(worker, span index or None, path)] as RunLoader.load names them: the files of FOLDER
+    itself matching consts.WORKER_PATTERN, spans numbered 1, 2, … per worker in string order of
+    their timestamps."""
+    import bisect
+    from collections import defaultdict
+    from torch_tb_profiler import consts
+    workers, spans_by_workers = [], defaultdict(list)
+    for name in sorted(os.listdir(folder)):
+        if os.path.isdir(os.path.join(folder, name)):
+            continue
+        match = consts.WORKER_PATTERN.match(name)
+        if not match:
+            continue
+        worker, span = match.group(1), match.group(2)
+        if span is not None:
+            span = span[1:]
+            bisect.insort(spans_by_workers[worker], span)
+        workers.append((worker, span, name))
+    index = {(w, s): i for w, spans in spans_by_workers.items() for i, s in enumerate(spans, 1)}
+    return [(w, None if s is None else index[(w, s)], os.path.join(folder, name))
+            for w, s, name in workers]
+
+
+def plugin_distributed(folder, span=None):
+    """The Distributed view of one span of the run FOLDER, mapped onto `analyze --json --view
+    distributed` (see the module docstring). `span`: the loader's span name ("1", "2", …;
+    "default" for files without a timestamp); None = the first."""
+    plugin = import_plugin()
+    fixes = apply_upstream_fixes() + ['891']
+    from torch_tb_profiler import utils
+    from torch_tb_profiler.profiler.data import DistributedRunProfileData
+    from torch_tb_profiler.profiler.loader import RunLoader
+    from torch_tb_profiler.run import Run
+
+    files = run_folder_files(folder)
+    if not files:
+        sys.exit(f'plugin_numbers.py: {folder}: no *.pt.trace.json[.gz] files')
+    spans = sorted({'default' if s is None else str(s) for _, s, _ in files})
+    if span is None:
+        span = spans[0]
+    elif span not in spans:
+        sys.exit(f'plugin_numbers.py: {folder}: no span {span!r} (spans: {", ".join(spans)})')
+
+    errors = _LoaderErrors()
+    logger = utils.get_logger()
+    logger.addHandler(errors)
+    logger.propagate = False
+    run_name = os.path.basename(os.path.normpath(folder))
+    # RunLoader.load: every file of the run (all spans: _process_spans groups them), each as
+    # _process_data parses it; a file that fails is left out, as the loader's (None, None).
+    distributed_run = Run(run_name, folder)
+    failed = []
+    for worker, span_index, path in files:
+        try:
+            data, _ = run_plugin(path, span_index)
+        except Exception as e:  # noqa: BLE001 (the loader catches everything too)
+            failed.append(f'{os.path.basename(path)}: {type(e).__name__}: {e}')
+            continue
+        distributed_run.add_profile(DistributedRunProfileData(data))
+    loader = RunLoader.__new__(RunLoader)  # _process_spans needs only run_name
+    loader.run_name = run_name
+    profiles = [p for p in loader._process_spans(distributed_run) if p is not None]
+    # get_spans() is None when no file has a span: then the one profile has span None.
+    profile = next((p for p in profiles if (p.span or 'default') == span), None)
+    logger.removeHandler(errors)
+
+    workers = sorted(w for w, s, _ in files if ('default' if s is None else str(s)) == span)
+    out = {
+        'source': f'torch-tb-profiler {getattr(plugin, "__version__", "?")} (PyPI wheel'
+                  + (' + upstream ' + ', '.join('#' + f for f in fixes) if fixes else '') + ')',
+        'folder': folder,
+        'span': span,
+        'distributed': map_distributed(profile, workers, distributed_run, span, errors.messages),
+    }
+    if failed:
+        out['failed_files'] = failed
+    return out
+
+
+def map_distributed(profile, workers, distributed_run, span, errors):
+    """run_generator.py DistributedRunGenerator: the 'all' bars of _generate_overlap_graph and
+    _generate_wait_graph, and _generate_ops_table's rows, per worker."""
+    if profile is None:
+        if errors:
+            reason = '; '.join(dict.fromkeys(errors))
+        else:
+            quiet = [d.worker for d in distributed_run.get_profiles(span=span) or []
+                     if not (d.has_communication and d.comm_node_list)]
+            reason = ('no communication in ' + ', '.join(sorted(quiet)) if quiet
+                      else 'no worker file could be read')
+        return {'available': False, 'reason': reason, 'workers': []}
+    overlap = profile.steps_to_overlap['data']['all']
+    wait = profile.steps_to_wait['data']['all']
+    ops = profile.comm_ops['data']
+    rows = []
+    for worker in sorted(set(workers) | set(overlap) | set(ops)):
+        o = overlap.get(worker, [None] * 4)
+        w = wait.get(worker, [None] * 2)
+        table = ops.get(worker) or {'columns': [], 'rows': []}
+        names = [COMM_OP_COLUMNS[c['name']] for c in table['columns']]
+        rows.append({
+            'worker': worker,
+            'overlap': dict(zip(OVERLAP_KEYS, o)),
+            'wait': dict(zip(WAIT_KEYS, w)),
+            'comm_ops': [dict(zip(names, r)) for r in table['rows']],
+        })
+    return {'available': True, 'reason': '', 'workers': rows}
+
+
+OVERLAP_KEYS = ['computation_us', 'overlap_us', 'communication_us', 'other_us']
+WAIT_KEYS = ['data_transfer_us', 'synchronizing_us']
+COMM_OP_COLUMNS = {'Name': 'name', 'Calls': 'calls', 'Total Size (bytes)': 'total_size_bytes',
+                   'Avg Size (bytes)': 'avg_size_bytes',
+                   'Total Latency (us)': 'total_latency_us', 'Avg Latency (us)': 'avg_latency_us',
+                   'Data Transfer Time (us)': 'data_transfer_us',
+                   'Avg Data Transfer Time (us)': 'avg_data_transfer_us'}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    ap.add_argument('trace', help='a .pt.trace.json[.gz] file')
+    ap.add_argument('trace', nargs='?', help='a .pt.trace.json[.gz] file')
+    ap.add_argument('--distributed', metavar='RUN_FOLDER',
+                    help='the Distributed view of a run folder instead of one file\'s numbers')
+    ap.add_argument('--span', help='with --distributed: the span ("1", "2", ... or "default"; '
+                    'default: the first)')
     ap.add_argument('--indent', type=int, default=1)
     args = ap.parse_args()
+    if (args.trace is None) == (args.distributed is None):
+        ap.error('give either TRACE or --distributed RUN_FOLDER')
+    if args.span is not None and args.distributed is None:
+        ap.error('--span goes with --distributed')
     t0 = time.monotonic()
-    out = plugin_numbers(args.trace)
+    if args.distributed is not None:
+        out = plugin_distributed(args.distributed, args.span)
+    else:
+        out = plugin_numbers(args.trace)
     out['seconds'] = round(time.monotonic() - t0, 3)
 
     def finite(o):  # NaN/inf are not JSON
