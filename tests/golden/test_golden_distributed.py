@@ -39,7 +39,6 @@ OVERLAP = ['computation_us', 'overlap_us', 'communication_us', 'other_us']
 WAIT = ['data_transfer_us', 'synchronizing_us']
 OP_TIMES = ['total_latency_us', 'avg_latency_us', 'data_transfer_us', 'avg_data_transfer_us']
 OP_EQUALS = ['calls', 'total_size_bytes', 'avg_size_bytes']
-MAX_DETAILS = 6
 
 
 def cmp_view(ref, got):
@@ -93,12 +92,7 @@ def main():
             failed += 1
         else:
             passed += 1
-        detail = f'{group.figures} figures{group.note}'
-        if group.bad:
-            shown = group.bad if args.verbose else group.bad[:MAX_DETAILS]
-            more = '' if len(shown) == len(group.bad) else f' (+{len(group.bad) - len(shown)} more)'
-            detail += f', {len(group.bad)} off: ' + '; '.join(shown) + more
-        print(f"{'FAIL' if group.bad else 'ok  '}  {label} | {title}: {detail}", flush=True)
+        print(f"{'FAIL' if group.bad else 'ok  '}  {label} | {title}: {group.detail(args.verbose)}", flush=True)
 
     def failure(label, title, text):
         g = Group()

@@ -94,6 +94,15 @@ class Group:
     def fail(self, what):
         self.check(False, what)
 
+    def detail(self, verbose=False):
+        """"N figures[, K off: the first mismatches]" for a check line."""
+        text = f'{self.figures} figures{self.note}'
+        if self.bad:
+            shown = self.bad if verbose else self.bad[:MAX_DETAILS]
+            more = '' if len(shown) == len(self.bad) else f' (+{len(self.bad) - len(shown)} more)'
+            text += f', {len(self.bad)} off: ' + '; '.join(shown) + more
+        return text
+
 
 # ---------------------------------------------------------------------------------------------
 # Figure groups. `ref` is the left side of "A vs B" (the script or the expected file), `got` the
@@ -399,12 +408,7 @@ def main():
             failed += 1
         else:
             passed += 1
-        detail = f'{group.figures} figures{group.note}'
-        if group.bad:
-            shown = group.bad if args.verbose else group.bad[:MAX_DETAILS]
-            more = '' if len(shown) == len(group.bad) else f' (+{len(group.bad) - len(shown)} more)'
-            detail += f', {len(group.bad)} off: ' + '; '.join(shown) + more
-        print(f'{status}  {label} | {title}: {detail}', flush=True)
+        print(f'{status}  {label} | {title}: {group.detail(args.verbose)}', flush=True)
 
     for label, trace, expected in cases:
         results = {}

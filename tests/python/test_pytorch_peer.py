@@ -59,7 +59,6 @@ STEPS = ['2', '3']  # schedule(wait=1, warmup=1, active=2): steps 0 and 1 are no
 RANGES = ('train_step', 'loss')
 MODULES = ('SmallNet_0', 'Sequential_0', 'ConvBlock_0', 'ConvBlock_1', 'Head_0', 'Conv2d_0',
            'BatchNorm2d_0', 'Linear_0', 'CrossEntropyLoss_0')
-MAX_DETAILS = 6
 
 
 def load_module(name, path):
@@ -139,12 +138,8 @@ class Checks:
         return ok
 
     def group(self, label, title, g):
-        detail = f'{g.figures} figures{g.note}'
-        if g.bad:
-            shown = g.bad if self.verbose else g.bad[:MAX_DETAILS]
-            more = '' if len(shown) == len(g.bad) else f' (+{len(g.bad) - len(shown)} more)'
-            detail += f', {len(g.bad)} off: ' + '; '.join(shown) + more
-        elif g.figures == 0:
+        detail = g.detail(self.verbose)
+        if not g.bad and g.figures == 0:
             g.bad.append('nothing compared')
             detail += ' (nothing compared)'
         return self.check(not g.bad, f'{label} | {title}: {detail}')
