@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -21,10 +20,8 @@
 namespace kinetoscope::cli {
 namespace {
 
-namespace fs = std::filesystem;
 namespace an = kinetoscope::analysis;
 using ojson = nlohmann::ordered_json;
-
 
 struct analyze_args {
   std::string path;

@@ -36,40 +36,6 @@ std::string list_choices(const std::vector<an::trace_file>& files) {
   return s;
 }
 
-chosen_trace choose_impl(const std::string& path, const std::string& worker, const std::string& span) {
-  std::error_code ec;
-  const fs::path p(path);
-  if (!fs::exists(p, ec)) throw std::runtime_error(path + ": no such file or directory");
-  if (fs::is_regular_file(p, ec)) {
-    chosen_trace c;
-    c.path = path;
-    c.run = p.parent_path().filename().string();
-    c.worker = p.filename().string();
-    c.span = "default";
-    return c;
-  }
-  std::vector<an::trace_file> files = an::discover(path);
-  if (files.empty()) throw std::runtime_error(path + ": no trace files found (*.pt.trace.json[.gz])");
-  // Runs under PATH: the folder itself when it is a run, else it must hold exactly one run.
-  std::vector<std::string> runs;
-  for (const auto& f : files)
-    if (std::find(runs.begin(), runs.end(), f.run) == runs.end()) runs.push_back(f.run);
-  if (runs.size() > 1)
-    throw std::runtime_error(path + " holds several runs; give one run folder:" + list_choices(files));
-  std::vector<an::trace_file> selected;
-  for (const auto& f : files)
-    if ((worker.empty() || f.worker == worker) && (span.empty() || f.span == span)) selected.push_back(f);
-  if (selected.empty())
-    throw std::runtime_error("no trace matches worker '" + worker + "' span '" + span + "'; available:" +
-                             list_choices(files));
-  chosen_trace c;
-  c.path = selected.front().path;
-  c.run = selected.front().run;
-  c.worker = selected.front().worker;
-  c.span = selected.front().span;
-  c.run_files = files;
-  return c;
-}
 
 // ---- JSON ----------------------------------------------------------------------------------
 
@@ -212,7 +178,38 @@ an::distributed_result distributed_of(const chosen_trace& c, const an::trace_mod
 }  // namespace
 
 chosen_trace choose_trace(const std::string& path, const std::string& worker, const std::string& span) {
-  return choose_impl(path, worker, span);
+  std::error_code ec;
+  const fs::path p(path);
+  if (!fs::exists(p, ec)) throw std::runtime_error(path + ": no such file or directory");
+  if (fs::is_regular_file(p, ec)) {
+    chosen_trace c;
+    c.path = path;
+    c.run = p.parent_path().filename().string();
+    c.worker = p.filename().string();
+    c.span = "default";
+    return c;
+  }
+  std::vector<an::trace_file> files = an::discover(path);
+  if (files.empty()) throw std::runtime_error(path + ": no trace files found (*.pt.trace.json[.gz])");
+  // Runs under PATH: the folder itself when it is a run, else it must hold exactly one run.
+  std::vector<std::string> runs;
+  for (const auto& f : files)
+    if (std::find(runs.begin(), runs.end(), f.run) == runs.end()) runs.push_back(f.run);
+  if (runs.size() > 1)
+    throw std::runtime_error(path + " holds several runs; give one run folder:" + list_choices(files));
+  std::vector<an::trace_file> selected;
+  for (const auto& f : files)
+    if ((worker.empty() || f.worker == worker) && (span.empty() || f.span == span)) selected.push_back(f);
+  if (selected.empty())
+    throw std::runtime_error("no trace matches worker '" + worker + "' span '" + span + "'; available:" +
+                             list_choices(files));
+  chosen_trace c;
+  c.path = selected.front().path;
+  c.run = selected.front().run;
+  c.worker = selected.front().worker;
+  c.span = selected.front().span;
+  c.run_files = files;
+  return c;
 }
 
 an::load_result load_model(const std::string& path, const an::load_options& load, const std::string& cache_dir) {
