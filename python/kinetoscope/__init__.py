@@ -122,7 +122,9 @@ class Trace:
         """Every duration event (ph "X") and memory instant (ph "i"), one row each, in ts order.
 
         Columns: name, cat, ph, ts, dur (µs as in the file), pid, tid, stream, correlation,
-        external_id (-1 where absent; string pids/tids such as "Spans" are -1), then, when such
+        external_id (-1 where absent; string pids/tids such as "Spans" are -1; stream is the
+        GPU stream of kernels, memcpy, memset and GPU annotations: args "stream", else the
+        track's), then, when such
         events are selected and args is true, their args: input_dims, input_types, call_stack,
         sequence_nr, fwd_thread_id (operators); device, grid_*, block_*, registers_per_thread,
         shared_memory, blocks_per_sm, occupancy_pct (kernels); memory_device_type,
