@@ -415,6 +415,45 @@ TEST_CASE("tfevents: empty file, garbage, missing file") {
                   std::runtime_error);
 }
 
+TEST_CASE("tfevents: a tag that is not UTF-8 skips the record, silently") {
+  // proto3 refuses such a string field; libprotobuf would also log an ERROR line to stderr for
+  // every such record (a hostile file of a million of them floods the server's log): the reader
+  // silences it and reports the record itself.
+  namespace pb = kinetoscope::tfevents;
+  temp_dir dir;
+  pb::Event ev;
+  ev.set_step(1);
+  pb::Value* v = ev.mutable_summary()->add_value();
+  v->set_tag("@@");
+  v->set_simple_value(1.0f);
+  std::string payload = ev.SerializeAsString();
+  const auto at = payload.find("@@");
+  REQUIRE(at != std::string::npos);
+  payload[at] = '\xff';
+  payload[at + 1] = '\xfe';
+  const fs::path file = dir.path() / "bad_utf8";
+  write_bytes(file, kinetoscope::tfrecord_frame(payload) + kinetoscope::tfrecord_frame(payload));
+
+  // stderr into a file while reading.
+  const fs::path err_file = dir.path() / "stderr";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  REQUIRE(saved >= 0);
+  std::FILE* err = std::fopen(err_file.c_str(), "w");
+  REQUIRE(err != nullptr);
+  ::dup2(::fileno(err), 2);
+  const auto c = kinetoscope::read_event_file(file.string());
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::fclose(err);
+
+  CHECK(c.records == 0);
+  CHECK(c.corrupt_records == 2);
+  CHECK(c.errors.size() == 2);
+  CHECK(fs::file_size(err_file) == 0);
+}
+
 TEST_CASE("tfevents: protoc --decode agrees with the worked records") {
   const char* proto = std::getenv("KINETOSCOPE_PROTO");
   const char* protoc_env = std::getenv("KINETOSCOPE_PROTOC");

@@ -23,6 +23,14 @@
 
 #include "kinetoscope_tfevents.pb.h"
 
+// libprotobuf 3.x logs an ERROR line to stderr for every string field that is not UTF-8 when it
+// parses; the reader reports such records itself, so it silences that (LogSilencer: scoped,
+// thread-safe). Newer protobufs (4.22+) log through Abseil and have no LogSilencer.
+#if defined(GOOGLE_PROTOBUF_VERSION) && GOOGLE_PROTOBUF_VERSION < 4022000
+#include <google/protobuf/stubs/logging.h>
+#define KINETOSCOPE_PROTOBUF_LOG_SILENCER 1
+#endif
+
 namespace kinetoscope {
 
 namespace {
@@ -256,6 +264,9 @@ std::size_t parse_records(const unsigned char* base, std::size_t size, std::uint
       continue;
     }
     pb::Event ev;
+#ifdef KINETOSCOPE_PROTOBUF_LOG_SILENCER
+    const google::protobuf::LogSilencer quiet;
+#endif
     if (!ev.ParseFromArray(payload, static_cast<int>(len))) {
       ++out.corrupt_records;
       out.errors.push_back("offset " + std::to_string(rec_off) +
