@@ -13,10 +13,6 @@ except ImportError:  # pragma: no cover - exercised by the no-pandas test run
     pd = None
 
 
-def have_pandas() -> bool:
-    return pd is not None
-
-
 def _column(values: Any) -> np.ndarray:
     if isinstance(values, np.ndarray):
         return values
