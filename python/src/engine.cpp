@@ -114,7 +114,19 @@ void flatten(const ojson& obj, const std::string& prefix, flat_row& out) {
 /// The columns of `rows` in first-seen order: int64 where every row has an integer, float64
 /// (NaN for null or absent) where every value is a number or null, bool where every row has a
 /// boolean, else a list of Python objects (strings; None for null or absent).
-nb::dict columns(const std::vector<flat_row>& rows) {
+nb::dict columns(const std::vector<flat_row>& rows, const flat_row& empty_shape = {}) {
+  if (rows.empty()) {
+    // No row: the columns of `empty_shape` (the table's fields at their defaults), typed alike.
+    nb::dict out;
+    for (const auto& [k, v] : empty_shape) {
+      const nb::str name(k.c_str(), k.size());
+      if (v->is_boolean()) out[name] = numpy_array(std::vector<std::uint8_t>{}).attr("astype")("bool");
+      else if (v->is_number_integer() || v->is_number_unsigned()) out[name] = numpy_array(std::vector<std::int64_t>{});
+      else if (v->is_number() || v->is_null()) out[name] = numpy_array(std::vector<double>{});
+      else out[name] = nb::list();
+    }
+    return out;
+  }
   std::vector<std::string> order;
   std::map<std::string, std::size_t> index;
   for (const auto& r : rows)
@@ -443,6 +455,23 @@ class trace {
                  std::optional<std::pair<double, double>> memory_range) const {
     const ojson doc = compute(view, rules, memory_range, "");
     std::vector<flat_row> rows;
+    // An empty table still has its columns: lead columns, then the row's fields at defaults.
+    static const ojson text = "", integer = 0, real = 0.0;
+    const ojson tmpl = sv::row_template(table);
+    flat_row shape;
+    if (table == "memory_stats") shape = {{"device", &text}};
+    if (table == "memory_curve") shape = {{"device", &text}, {"ts", &real}, {"allocated", &real}, {"reserved", &real}};
+    if (table == "memory_peaks")
+      shape = {{"device", &text}, {"peak_allocated_bytes", &integer}, {"peak_reserved_bytes", &integer}};
+    if (table == "modules") shape = {{"depth", &integer}, {"parent", &text}};
+    if (table.starts_with("distributed_")) shape = {{"worker", &text}};
+    if (table == "distributed_overlap")
+      for (const char* k : {"computation_us", "overlap_us", "communication_us", "other_us", "data_transfer_us",
+                            "synchronizing_us"})
+        shape.emplace_back(k, &real);
+    for (const auto& [k, v] : tmpl.items())
+      if (k != "children" && !v.is_object()) shape.emplace_back(k, &v);
+      else if (v.is_object()) flatten(v, k, shape);
     if (table == "steps") {
       add_rows(doc["overview"]["steps"], rows);
     } else if (table == "gpus") {
@@ -469,11 +498,11 @@ class trace {
         for (const auto& p : d["curve"]) rows.push_back({{"device", &d["device"]}, {"ts", &p[0]}, {"allocated", &p[1]},
                                                         {"reserved", &p[2]}});
       }
-      return columns(rows);
+      return columns(rows, shape);
     } else if (table == "modules") {
       std::vector<std::unique_ptr<ojson>> cells;  // depth and parent of each row
       module_rows(doc["modules"], 0, "", rows, cells);
-      return columns(rows);
+      return columns(rows, shape);
     } else if (table.starts_with("distributed_") && !doc.contains("distributed")) {
       throw no_distributed_view("a single trace file, not a run folder");
     } else if (table.starts_with("distributed_") && !doc["distributed"]["available"].get<bool>()) {
@@ -490,7 +519,7 @@ class trace {
     } else {
       throw nb::value_error(("no table '" + table + "'").c_str());
     }
-    return columns(rows);
+    return columns(rows, shape);
   }
 
   /// The diff view's rows against `other` (this trace is the baseline), as columns.
@@ -503,7 +532,10 @@ class trace {
     }
     std::vector<flat_row> rows;
     add_rows(rows_doc, rows);
-    return columns(rows);
+    const ojson tmpl = sv::row_template("diff");
+    flat_row shape;
+    flatten(tmpl, "", shape);
+    return columns(rows, shape);
   }
 
   nb::dict events(const std::vector<std::string>& cats, std::optional<double> start, std::optional<double> end,

@@ -239,6 +239,28 @@ def main():
 
     check("diff(other) equals analyze --diff", diff)
 
+    # ---- empty tables keep their columns ------------------------------------------------------
+    def empty_tables():
+        fixture = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "gpu",
+                               "pytorch-2.11-h200", "resnet18")
+        with tempfile.TemporaryDirectory() as d:
+            empty_path = os.path.join(d, "empty.pt.trace.json")
+            with open(empty_path, "w") as f:
+                f.write('{"traceEvents": []}')
+            empty = kinetoscope.open(empty_path, cache=False)
+            full = kinetoscope.open(fixture, cache=False)
+            for method, args in [("overview", ()), ("gpus", ()), ("operators", ()), ("operators", ("input_shape",)),
+                                 ("kernels", ()), ("kernels", ("operator",)), ("memory", ()), ("memory_curve", ()),
+                                 ("memory_peaks", ()), ("modules", ()), ("events", ())]:
+                x, y = getattr(empty, method)(*args), getattr(full, method)(*args)
+                assert len(x) == 0 < len(y), (method, len(x), len(y))
+                if method != "events":  # events(): args columns only when such events are in
+                    assert list(x.columns) == list(y.columns), (method, list(x.columns), list(y.columns))
+            base = kinetoscope.open(os.path.join(a.traces, "diff_base"), cache=False)
+            assert list(empty.diff(empty).columns) == list(base.diff(base).columns)
+
+    check("a trace without rows gives every table with the columns it has with rows", empty_tables)
+
     # ---- errors ----------------------------------------------------------------------------
     def errors():
         with tempfile.TemporaryDirectory() as d:

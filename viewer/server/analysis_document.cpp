@@ -43,24 +43,26 @@ std::string list_choices(const std::vector<an::trace_file>& files) {
 
 ojson step_json(const an::step_row& s, bool with_name) { return fields::cli_object(s, nullptr, with_name); }
 
+ojson gpu_json(const an::gpu_summary_row& g) {
+  ojson r;
+  r["id"] = g.id;
+  r["name"] = g.name;
+  r["memory_bytes"] = g.memory_bytes;
+  r["compute_capability"] = g.compute_capability;
+  r["utilization_pct"] = g.utilization_pct;
+  r["sm_efficiency_pct"] = g.sm_efficiency_pct ? ojson(*g.sm_efficiency_pct) : ojson(nullptr);
+  r["achieved_occupancy_pct"] = g.achieved_occupancy_pct ? ojson(*g.achieved_occupancy_pct) : ojson(nullptr);
+  r["tensor_cores_pct"] = g.tensor_cores_pct ? ojson(*g.tensor_cores_pct) : ojson(nullptr);
+  return r;
+}
+
 ojson overview_json(const an::overview_result& ov, const std::vector<an::recommendation>& recs) {
   ojson j;
   j["steps"] = ojson::array();
   for (const auto& s : ov.steps) j["steps"].push_back(step_json(s, true));
   j["average"] = step_json(ov.average, false);
   j["gpus"] = ojson::array();
-  for (const auto& g : ov.gpus) {
-    ojson r;
-    r["id"] = g.id;
-    r["name"] = g.name;
-    r["memory_bytes"] = g.memory_bytes;
-    r["compute_capability"] = g.compute_capability;
-    r["utilization_pct"] = g.utilization_pct;
-    r["sm_efficiency_pct"] = g.sm_efficiency_pct ? ojson(*g.sm_efficiency_pct) : ojson(nullptr);
-    r["achieved_occupancy_pct"] = g.achieved_occupancy_pct ? ojson(*g.achieved_occupancy_pct) : ojson(nullptr);
-    r["tensor_cores_pct"] = g.tensor_cores_pct ? ojson(*g.tensor_cores_pct) : ojson(nullptr);
-    j["gpus"].push_back(r);
-  }
+  for (const auto& g : ov.gpus) j["gpus"].push_back(gpu_json(g));
   j["recommendations"] = ojson::array();
   j["extra_recommendations"] = ojson::array();
   for (const auto& r : recs) (r.extra ? j["extra_recommendations"] : j["recommendations"]).push_back(r.text);
@@ -123,15 +125,18 @@ ojson diff_metric_json(const an::diff_metric& m) {
           {"delta_pct", m.delta_pct ? ojson(*m.delta_pct) : ojson(nullptr)}};
 }
 
+ojson diff_row_json(const an::diff_table_row& r) {
+  return {{"name", r.name},
+          {"calls", diff_metric_json(r.calls)},
+          {"host_duration_us", diff_metric_json(r.host_duration)},
+          {"self_host_duration_us", diff_metric_json(r.self_host_duration)},
+          {"device_duration_us", diff_metric_json(r.device_duration)},
+          {"self_device_duration_us", diff_metric_json(r.self_device_duration)}};
+}
+
 ojson diff_json(const an::diff_node& root) {
   ojson rows = ojson::array();
-  for (const auto& r : an::diff_table(root))
-    rows.push_back({{"name", r.name},
-                    {"calls", diff_metric_json(r.calls)},
-                    {"host_duration_us", diff_metric_json(r.host_duration)},
-                    {"self_host_duration_us", diff_metric_json(r.self_host_duration)},
-                    {"device_duration_us", diff_metric_json(r.device_duration)},
-                    {"self_device_duration_us", diff_metric_json(r.self_device_duration)}});
+  for (const auto& r : an::diff_table(root)) rows.push_back(diff_row_json(r));
   return rows;
 }
 
@@ -294,6 +299,20 @@ ojson analysis_document(const chosen_trace& c, const an::trace_model& model, dou
 ojson diff_rows(const an::trace_model& baseline, const an::trace_model& experimental, an::rule_set rule_set) {
   const an::analysis_rules rules = an::rules(rule_set);
   return diff_json(an::compute_diff(an::build_op_tree(baseline, rules.tree), an::build_op_tree(experimental, rules.tree)));
+}
+
+ojson row_template(std::string_view table) {
+  if (table == "steps") return step_json(an::step_row{}, true);
+  if (table == "gpus") return gpu_json(an::gpu_summary_row{});
+  if (table == "operators_by_name") return operator_json(an::operator_row{}, false);
+  if (table == "operators_by_name_and_input_shape") return operator_json(an::operator_row{}, true);
+  if (table == "kernels_by_name") return fields::cli_object(an::kernel_row{}, fields::kernel_fields{});
+  if (table == "kernels_by_name_and_operator") return fields::cli_object(an::kernel_op_row{}, fields::kernel_fields{});
+  if (table == "memory_stats") return fields::cli_object(an::memory_stat_row{});
+  if (table == "modules") return fields::cli_object(an::module_row{});
+  if (table == "distributed_comm_ops") return fields::cli_object(an::comm_op_row{});
+  if (table == "diff") return diff_row_json(an::diff_table_row{});
+  return ojson::object();
 }
 
 }  // namespace kinetoscope::server

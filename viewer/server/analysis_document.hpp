@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -70,5 +71,11 @@ nlohmann::ordered_json analysis_document(const chosen_trace& c, const analysis::
 /// trees: what analysis_document gives with diff_path, without loading the experimental again.
 nlohmann::ordered_json diff_rows(const analysis::trace_model& baseline, const analysis::trace_model& experimental,
                                  analysis::rule_set rules);
+
+/// A row of `table` with every field at its default: its keys are the table's columns (for an
+/// empty table's column names). Tables: steps, gpus, operators_by_name,
+/// operators_by_name_and_input_shape, kernels_by_name, kernels_by_name_and_operator,
+/// memory_stats, modules, distributed_comm_ops, diff; another name gives {}.
+nlohmann::ordered_json row_template(std::string_view table);
 
 }  // namespace kinetoscope::server
