@@ -19,6 +19,8 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -185,11 +187,11 @@ void add_rows(const ojson& array, std::vector<flat_row>& rows, const flat_row& e
 
 /// The category column's texts: Kineto's names for each event type (ph "X" events; memory
 /// instants are "[memory]" ph "i" events, whatever cat they had).
-const char* category_name(const an::event& e) {
-  switch (e.type) {
+const char* category_name(an::event_type type, bool gpu_annotation) {
+  switch (type) {
     case an::event_type::trace: return "Trace";
     case an::event_type::op: return "cpu_op";
-    case an::event_type::user_annotation: return e.gpu_annotation ? "gpu_user_annotation" : "user_annotation";
+    case an::event_type::user_annotation: return gpu_annotation ? "gpu_user_annotation" : "user_annotation";
     case an::event_type::python: return "python";
     case an::event_type::python_function: return "python_function";
     case an::event_type::module: return "python_function";
@@ -203,6 +205,12 @@ const char* category_name(const an::event& e) {
   }
   return "other";
 }
+
+/// Events by (type, gpu_annotation): the per-event key of the category column and filter, so
+/// that the event loop compares no strings.
+constexpr std::size_t category_slots = (static_cast<std::size_t>(an::event_type::other) + 1) * 2;
+std::size_t category_slot(const an::event& e) { return static_cast<std::size_t>(e.type) * 2 + (e.gpu_annotation ? 1 : 0); }
+const char* category_name(std::size_t slot) { return category_name(static_cast<an::event_type>(slot / 2), slot % 2 != 0); }
 
 /// Codes of a categorical column: string id -> dense code, in first-use order.
 struct coder {
@@ -232,14 +240,12 @@ nb::dict event_columns(const an::trace_model& m, const std::vector<std::string>&
   std::vector<std::uint32_t> picked;
   picked.reserve(n_all);
   bool any_op = false, any_kernel = false, any_memory = false, any_python = false;
+  std::array<bool, category_slots> wanted{};
+  for (std::size_t slot = 0; slot < category_slots; ++slot)
+    wanted[slot] = cats.empty() || std::find(cats.begin(), cats.end(), category_name(slot)) != cats.end();
   for (std::uint32_t i = 0; i < n_all; ++i) {
     const an::event& e = m.events[i];
-    if (!cats.empty()) {
-      const char* c = category_name(e);
-      bool hit = false;
-      for (const auto& want : cats) hit = hit || want == c;
-      if (!hit) continue;
-    }
+    if (!wanted[category_slot(e)]) continue;
     // An event is in the window when it overlaps it; an instant when it lies inside.
     if (start && (e.dur > 0 ? e.end() <= *start : e.ts < *start)) continue;
     if (end && e.ts >= *end) continue;
@@ -258,8 +264,9 @@ nb::dict event_columns(const an::trace_model& m, const std::vector<std::string>&
   const std::size_t n = picked.size();
   coder names(m.strings.size());
   std::vector<std::int32_t> cat_codes;
-  std::vector<std::string> cat_texts;
-  std::map<std::string, std::int32_t> cat_index;
+  std::vector<std::string> cat_texts;        // by code, in first-use order
+  std::array<std::int32_t, category_slots> cat_code_of;
+  cat_code_of.fill(-1);
   std::vector<std::uint8_t> ph_codes;
   std::vector<double> ts, dur;
   std::vector<std::int64_t> pid, tid, stream, correlation, external_id;
@@ -268,10 +275,14 @@ nb::dict event_columns(const an::trace_model& m, const std::vector<std::string>&
   for (std::uint32_t i : picked) {
     const an::event& e = m.events[i];
     names.push(e.name);
-    const char* c = category_name(e);
-    auto [it, fresh] = cat_index.emplace(c, static_cast<std::int32_t>(cat_texts.size()));
-    if (fresh) cat_texts.emplace_back(c);
-    cat_codes.push_back(it->second);
+    std::int32_t& code = cat_code_of[category_slot(e)];
+    if (code < 0) {  // first event of this slot: the code of its text (slots may share one)
+      const char* c = category_name(category_slot(e));
+      const auto at = std::find(cat_texts.begin(), cat_texts.end(), c);
+      code = static_cast<std::int32_t>(at - cat_texts.begin());
+      if (at == cat_texts.end()) cat_texts.emplace_back(c);
+    }
+    cat_codes.push_back(code);
     ph_codes.push_back(e.type == an::event_type::memory ? 1 : 0);
     ts.push_back(e.ts);
     dur.push_back(e.dur);
