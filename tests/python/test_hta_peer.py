@@ -87,6 +87,8 @@ import sys
 import time
 from collections import Counter
 
+from checklist import Checks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.dirname(os.path.dirname(HERE))
 COMMITTED = os.path.join('tests', 'data', 'gpu', 'pytorch-2.11-h200', 'ddp_gloo')
@@ -199,21 +201,6 @@ def normalize(table, rounded_by_rank):
 
 # ---------------------------------------------------------------------------------------------
 # Checks
-
-class Checks:
-    def __init__(self):
-        self.passed = 0
-        self.failed = []
-
-    def check(self, ok, what):
-        if ok:
-            self.passed += 1
-            print('ok    ' + what, flush=True)
-        else:
-            self.failed.append(what)
-            print('FAIL  ' + what, flush=True)
-        return ok
-
 
 def multiset_diff(ref, got, verbose):
     """'' when equal, else a short description of what differs."""

@@ -52,6 +52,8 @@ import sys
 import tempfile
 import time
 
+import checklist
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_ROOT = os.path.dirname(os.path.dirname(HERE))
 RUNS = ('torch_cpu', 'torch_cpu_gz')
@@ -122,20 +124,10 @@ def plugin_modules(rows):
 # ---------------------------------------------------------------------------------------------
 # The checks.
 
-class Checks:
+class Checks(checklist.Checks):
     def __init__(self, verbose):
-        self.passed = 0
-        self.failed = []
+        super().__init__()
         self.verbose = verbose
-
-    def check(self, ok, what):
-        if ok:
-            self.passed += 1
-            print('ok    ' + what, flush=True)
-        else:
-            self.failed.append(what)
-            print('FAIL  ' + what, flush=True)
-        return ok
 
     def group(self, label, title, g):
         detail = g.detail(self.verbose)
