@@ -286,7 +286,10 @@ ojson analysis_document(const chosen_trace& c, const an::trace_model& model, dou
     doc["distributed"] = distributed_json(distributed_of(c, model, trees, rules, o.load, o.cache_dir));
   if (!o.diff_path.empty() && (want_all || o.view == "diff")) {
     const an::trace_model other = load_or_throw(o.diff_path, o.load, o.cache_dir);
-    doc["diff"] = {{"baseline", c.path}, {"experimental", o.diff_path}, {"rows", diff_rows(model, other, o.rules)}};
+    // The baseline's trees are the ones built above (diff_rows would build them again).
+    const an::op_trees other_trees = an::build_op_tree(other, rules.tree);
+    doc["diff"] = {{"baseline", c.path}, {"experimental", o.diff_path},
+                   {"rows", diff_json(an::compute_diff(trees, other_trees))}};
   }
   if (wants("diagnostics")) {
     std::error_code ec;
